@@ -1,0 +1,197 @@
+"""Encoding and decoding (SPEC section 7).
+
+1. special tokens are split off first (longest match wins);
+2. the rest is pre-tokenized with the model's settings;
+3. each pretoken whose bytes are a *reachable* token becomes that token at once (the paper's
+   vocabulary shortcut); any other pretoken starts from its bytes and applies regular merges,
+   always the smallest index among adjacent pairs (and never going back to a smaller index:
+   BPE replays merges in training order), all non-overlapping occurrences left to right;
+4. runs of two or more pretokens that each became one token occurring in some supermerge are
+   merged again, smallest supermerge index first.
+
+>>> from .train import train
+>>> model = train(["the cat sat on the mat"] * 3, vocab_size=260)
+>>> enc = Encoder(model)
+>>> enc.decode(enc.encode_ordinary("the cat"))
+'the cat'
+"""
+from __future__ import annotations
+
+from typing import AbstractSet, Iterable
+
+import regex
+
+from .merging import Pair, apply_merge
+from .model import Model
+from .ngram import prefix_set, split_one
+from .pretokenize import Pretokenizer, can_merge
+
+
+def pretokenizer_for(model: Model) -> Pretokenizer:
+    s = model.settings
+    return Pretokenizer(s.main_regex, s.script_specific_regex, s.script_specific_scripts)
+
+
+class Encoder:
+    def __init__(self, model: Model, greedy_split: bool = False):
+        self.model = model
+        self.pretokenizer = pretokenizer_for(model)
+        self.token_id: dict[bytes, int] = {t: i for i, t in enumerate(model.vocab)}
+        self.ranks: dict[Pair, int] = {}
+        for i, m in enumerate(model.merges):
+            self.ranks.setdefault((m.left, m.right), i)
+        self.super_ranks: dict[Pair, int] = {}
+        for i, m in enumerate(model.supermerges):
+            self.super_ranks.setdefault((m.left, m.right), i)
+        for m in (*model.merges, *model.supermerges):
+            if m.left + m.right not in self.token_id:
+                raise ValueError(f"model is inconsistent: merge result {m.left + m.right!r} "
+                                 f"is not in the vocabulary")
+        # tokens that can be part of a supermerge at inference (SPEC 7.4)
+        self.super_parts: set[bytes] = {t for m in model.supermerges for t in (m.left, m.right)}
+        self.ngrams = None
+        if greedy_split:
+            if model.ngrams is None:
+                raise ValueError("greedy_split=True needs a model trained with greedy_split=True "
+                                 "(this model stores no n-gram table)")
+            self.ngrams = set(model.ngrams)
+            self._prefixes = prefix_set(self.ngrams)
+        self.special_tokens: dict[str, int] = dict(model.special_tokens)
+        self.reachable: set[bytes] = set()
+        self._cache: dict[str, list[bytes]] = {}
+        self.reachable = self._find_reachable()
+
+    # -- step 3: one pretoken ---------------------------------------------------------------
+
+    def merge_pretoken(self, raw: bytes) -> list[bytes]:
+        """Apply the regular merges to one pretoken's bytes (no shortcut)."""
+        tokens = [raw[i:i + 1] for i in range(len(raw))]
+        ranks = self.ranks
+        last = -1
+        while len(tokens) > 1:
+            best_rank, best_pair = None, None
+            for pair in zip(tokens, tokens[1:]):
+                rank = ranks.get(pair)
+                if rank is not None and rank > last and (best_rank is None or rank < best_rank):
+                    best_rank, best_pair = rank, pair
+            if best_pair is None:
+                break
+            tokens = apply_merge(tokens, best_pair)
+            last = best_rank
+        return tokens
+
+    def _find_reachable(self) -> set[bytes]:
+        """Word tokens whose text, encoded alone without the shortcut, is that one token."""
+        reachable = set()
+        for token, sup in zip(self.model.vocab, self.model.is_super):
+            if sup:
+                continue
+            try:
+                text = token.decode("utf-8")
+            except UnicodeDecodeError:
+                continue
+            if len(self._encode_tokens(text, shortcut=False)) == 1:
+                reachable.add(token)
+        return reachable
+
+    def _pretoken_tokens(self, piece: str, shortcut: bool) -> list[bytes]:
+        raw = piece.encode("utf-8")
+        if shortcut and raw in self.reachable:
+            return [raw]
+        return self.merge_pretoken(raw)
+
+    # -- step 4: supermerges -------------------------------------------------------------------
+
+    def supermerge(self, tokens: list[bytes]) -> list[bytes]:
+        """Apply supermerges to one run of single-token pretokens, smallest index first."""
+        ranks = self.super_ranks
+        while len(tokens) > 1:
+            best_rank, best_pair = None, None
+            for pair in zip(tokens, tokens[1:]):
+                rank = ranks.get(pair)
+                if rank is not None and (best_rank is None or rank < best_rank):
+                    best_rank, best_pair = rank, pair
+            if best_pair is None:
+                break
+            tokens = apply_merge(tokens, best_pair)
+        return tokens
+
+    def _encode_tokens(self, text: str, shortcut: bool = True) -> list[bytes]:
+        out: list[bytes] = []
+        run: list[bytes] = []     # current run of single tokens that occur in supermerges
+        parts = self.super_parts
+        for piece in self.pretokenizer.pretokenize(text):
+            if shortcut:
+                tokens = self._cache.get(piece)
+                if tokens is None:
+                    tokens = self._cache[piece] = self._pretoken_tokens(piece, True)
+            else:
+                tokens = self._pretoken_tokens(piece, False)
+            if len(tokens) == 1 and tokens[0] in parts:
+                run.append(tokens[0])
+                continue
+            self._flush(run, out)
+            out.extend(tokens)
+        self._flush(run, out)
+        return out
+
+    def _flush(self, run: list[bytes], out: list[bytes]) -> None:
+        if len(run) >= 2:
+            if self.ngrams is not None:
+                for piece in split_one(tuple(run), self.ngrams, self._prefixes):
+                    out.extend(self.supermerge(list(piece)))
+            else:
+                out.extend(self.supermerge(run))
+        else:
+            out.extend(run)
+        run.clear()
+
+    # -- public --------------------------------------------------------------------------------
+
+    def encode_tokens(self, text: str) -> list[bytes]:
+        """The token bytes of ``text`` (no special tokens)."""
+        return self._encode_tokens(text)
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        ids = self.token_id
+        return [ids[t] for t in self._encode_tokens(text)]
+
+    def encode(self, text: str, allowed: AbstractSet[str]) -> list[int]:
+        """Encode with the special tokens in ``allowed`` recognised (longest match first)."""
+        if not allowed:
+            return self.encode_ordinary(text)
+        alternatives = sorted(allowed, key=lambda s: (-len(s), s))
+        splitter = regex.compile("(" + "|".join(regex.escape(s) for s in alternatives) + ")")
+        ids: list[int] = []
+        for i, part in enumerate(splitter.split(text)):
+            if i % 2:
+                ids.append(self.special_tokens[part])
+            elif part:
+                ids.extend(self.encode_ordinary(part))
+        return ids
+
+    def decode_bytes(self, ids: Iterable[int]) -> bytes:
+        vocab = self.model.vocab
+        inverse = {i: s.encode("utf-8") for s, i in self.special_tokens.items()}
+        out = []
+        for position, i in enumerate(ids):
+            if isinstance(i, bool) or not isinstance(i, int):
+                raise TypeError(f"token id at position {position} is {type(i).__name__}, not int")
+            if 0 <= i < len(vocab):
+                out.append(vocab[i])
+            elif i in inverse:
+                out.append(inverse[i])
+            else:
+                raise ValueError(f"token id {i} at position {position} is out of range "
+                                 f"(vocabulary has ids 0..{len(vocab) - 1}"
+                                 + (f" and special ids {sorted(inverse)})" if inverse else ")"))
+        return b"".join(out)
+
+    def decode(self, ids: Iterable[int]) -> str:
+        return self.decode_bytes(ids).decode("utf-8", errors="replace")
+
+
+def eligible_tokens(encoder: Encoder) -> set[bytes]:
+    """Reachable word tokens that match the merge pattern (SPEC 3.2)."""
+    pattern = regex.compile(encoder.model.settings.merge_pattern)
+    return {t for t in encoder.reachable if can_merge(t, pattern)}

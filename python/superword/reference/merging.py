@@ -1,0 +1,135 @@
+"""The merge loop shared by phase 1 (BPE on words) and phase 2 (supermerges on candidates).
+
+SPEC 2.3-2.6 and 3.4 describe one procedure on weighted token sequences; this module is it.
+
+* pair counts: within one sequence a run of k identical tokens contributes ⌊k/2⌋ (SPEC 2.3);
+* selection: highest count, ties to the smallest (left bytes, right bytes) (SPEC 2.4);
+* applying: left to right, non-overlapping (SPEC 2.5), touching only the sequences that
+  contain the pair (a pair -> sequences index) and updating counts by difference;
+* a lazy max-heap whose order *is* the tie-break: Python's heapq on ``(-count, left, right)``.
+  Entries go stale when a count changes; :meth:`MergeState.best` drops stale ones.
+
+>>> state = MergeState([[b"a", b"b", b"c"], [b"a", b"b"]], [1, 2])
+>>> state.best()
+((b'a', b'b'), 3)
+>>> state.merge((b"a", b"b"))      # True: the second sequence became one token
+True
+>>> state.sequences
+[[b'ab', b'c'], [b'ab']]
+"""
+from __future__ import annotations
+
+import heapq
+from typing import NamedTuple
+
+Pair = tuple[bytes, bytes]
+
+
+class Merge(NamedTuple):
+    """One recorded merge: the pair, its count when selected, and whether it turned at least
+    one whole word (or candidate) into a single token (the model file's ``flag``)."""
+    left: bytes
+    right: bytes
+    count: int
+    flag: bool
+
+
+def count_pairs(tokens: list[bytes]) -> dict[Pair, int]:
+    """Pair occurrences in one sequence, counting runs of equal tokens as ⌊k/2⌋ (SPEC 2.3).
+
+    >>> count_pairs([b"a"] * 5)
+    {(b'a', b'a'): 2}
+    >>> count_pairs([b"a", b"b", b"a", b"b"])
+    {(b'a', b'b'): 2, (b'b', b'a'): 1}
+    """
+    counts: dict[Pair, int] = {}
+    previous = None
+    for pair in zip(tokens, tokens[1:]):
+        if pair[0] == pair[1] and pair == previous:
+            previous = None  # this (x, x) overlaps the one just counted
+            continue
+        counts[pair] = counts.get(pair, 0) + 1
+        previous = pair
+    return counts
+
+
+def apply_merge(tokens: list[bytes], pair: Pair) -> list[bytes]:
+    """Replace each non-overlapping occurrence of ``pair``, left to right.
+
+    >>> apply_merge([b"a", b"a", b"a"], (b"a", b"a"))
+    [b'aa', b'a']
+    """
+    left, right = pair
+    merged = left + right
+    out: list[bytes] = []
+    i, n = 0, len(tokens)
+    while i < n:
+        if i + 1 < n and tokens[i] == left and tokens[i + 1] == right:
+            out.append(merged)
+            i += 2
+        else:
+            out.append(tokens[i])
+            i += 1
+    return out
+
+
+class MergeState:
+    """Weighted token sequences plus everything needed to pick and apply merges quickly."""
+
+    def __init__(self, sequences: list[list[bytes]], weights: list[int]):
+        self.sequences = sequences
+        self.weights = weights
+        self.pair_counts: dict[Pair, int] = {}
+        self.where: dict[Pair, set[int]] = {}   # pair -> indices of sequences that may hold it
+        for index, (tokens, weight) in enumerate(zip(sequences, weights)):
+            for pair, n in count_pairs(tokens).items():
+                self.pair_counts[pair] = self.pair_counts.get(pair, 0) + n * weight
+                self.where.setdefault(pair, set()).add(index)
+        self._heap = [(-count, left, right) for (left, right), count in self.pair_counts.items()]
+        heapq.heapify(self._heap)
+
+    def best(self) -> tuple[Pair, int] | None:
+        """The pair to merge next and its count, or ``None`` when no pair is left."""
+        heap = self._heap
+        while heap:
+            negative, left, right = heap[0]
+            if self.pair_counts.get((left, right)) == -negative:
+                return (left, right), -negative
+            heapq.heappop(heap)  # stale: the count changed since this entry was pushed
+        return None
+
+    def merge(self, pair: Pair) -> bool:
+        """Apply ``pair`` everywhere; return True if some sequence became a single token."""
+        delta: dict[Pair, int] = {}
+        became_single = False
+        for index in sorted(self.where.pop(pair, ())):
+            tokens = self.sequences[index]
+            merged = apply_merge(tokens, pair)
+            if len(merged) == len(tokens):
+                continue  # stale index entry: the pair left this sequence earlier
+            weight = self.weights[index]
+            for p, n in count_pairs(tokens).items():
+                delta[p] = delta.get(p, 0) - n * weight
+            for p, n in count_pairs(merged).items():
+                delta[p] = delta.get(p, 0) + n * weight
+                self.where.setdefault(p, set()).add(index)
+            self.sequences[index] = merged
+            became_single |= len(merged) == 1
+        for p, change in delta.items():
+            if change == 0:
+                continue
+            count = self.pair_counts.get(p, 0) + change
+            if count:
+                self.pair_counts[p] = count
+                heapq.heappush(self._heap, (-count, p[0], p[1]))
+            else:
+                del self.pair_counts[p]
+        return became_single
+
+    def token_counts(self) -> dict[bytes, int]:
+        """How often each token occurs in the current sequences, weighted (SPEC 8 ``count``)."""
+        counts: dict[bytes, int] = {}
+        for tokens, weight in zip(self.sequences, self.weights):
+            for token in tokens:
+                counts[token] = counts.get(token, 0) + weight
+        return counts

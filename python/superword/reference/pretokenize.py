@@ -1,0 +1,146 @@
+"""Pre-tokenization (SPEC section 1): simple and script-aware.
+
+A document is cut into *pretokens* by a regex "findall"; in script-aware mode it is first cut
+into single-script runs so that, e.g., Chinese characters become one pretoken each.
+
+>>> p = Pretokenizer(GPT4O, SCRIPT_SPECIFIC_GPT4O, DEFAULT_SCRIPTS)
+>>> p.pretokenize("Hello мир 你好 world!")
+['Hello', ' мир', ' 你', '好', ' world', '!']
+>>> Pretokenizer(GPT4O).pretokenize("Hello мир 你好 world!")
+['Hello', ' мир', ' 你好', ' world', '!']
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+import regex
+
+from .scripts import COMMON, INHERITED, script_names, script_table
+
+_CONTRACTIONS = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
+
+#: The GPT-4o pre-tokenization pattern (SPEC 1.1), exactly as the paper's implementation has it.
+GPT4O = "|".join([
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+" + _CONTRACTIONS,
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*" + _CONTRACTIONS,
+    r"\p{N}{1,3}",
+    r" ?[^\s\p{L}\p{N}]+[\r\n/]*",
+    r"\s*[\r\n]+",
+    r"\s+(?!\S)",
+    r"\s+",
+])
+
+#: The pattern for scripts written without spaces: one letter (plus its marks) per pretoken.
+SCRIPT_SPECIFIC_GPT4O = "|".join([
+    r" ?\p{L}\p{M}*",
+    r"\p{N}{1,3}",
+    r" ?[^\s\p{L}\p{N}]+[\r\n/]*",
+    r"\s*[\r\n]+",
+    r"\s+(?!\S)",
+    r"\s+",
+])
+
+#: Scripts that get SCRIPT_SPECIFIC_GPT4O by default (stored sorted in model files).
+DEFAULT_SCRIPTS = ("Han", "Hiragana", "Katakana", "Khmer", "Lao", "Myanmar", "Thai")
+
+#: Merge eligibility (SPEC 1.3): a token may take part in a supermerge if it contains a letter.
+MERGE_PATTERN = r"\p{L}"
+
+
+class Pretokenizer:
+    """Cuts text into pretokens.
+
+    ``script_pattern=None`` is simple mode: one findall of ``main_pattern`` over the text.
+    Otherwise the text is first cut into script runs (SPEC 1.2) and runs whose script is in
+    ``scripts`` use ``script_pattern``.
+    """
+
+    def __init__(self, main_pattern: str = GPT4O, script_pattern: str | None = None,
+                 scripts: Iterable[str] | None = None):
+        self.main_pattern = main_pattern
+        self.script_pattern = script_pattern
+        self._main = _compile(main_pattern, "pattern")
+        if script_pattern is None:
+            if scripts is not None:
+                raise ValueError("scripts were given but no script-specific pattern: "
+                                 "script-aware pre-tokenization needs both")
+            self.scripts: tuple[str, ...] | None = None
+            return
+        if scripts is None:
+            raise ValueError("a script-specific pattern needs the list of scripts it applies to")
+        known = script_names()
+        self.scripts = tuple(sorted(set(scripts)))
+        unknown = [s for s in self.scripts if s not in known]
+        if unknown:
+            raise ValueError(f"unknown script name(s) {unknown}; use Unicode long names such as "
+                             f"'Han', 'Thai' or 'Old_Italic'")
+        self._script = _compile(script_pattern, "script_pattern")
+        self._table = script_table()
+        # one flag per script index: does this script use the script-specific pattern?
+        self._specific = [name in self.scripts for name in known]
+
+    @property
+    def script_aware(self) -> bool:
+        return self.script_pattern is not None
+
+    def pretokenize(self, text: str) -> list[str]:
+        """Return the pretokens of ``text``; they always concatenate back to ``text``."""
+        if not self.script_aware:
+            return self._main.findall(text)
+        if text.isascii():  # only Latin and Common: a single run with the main pattern
+            return self._main.findall(text)
+        return [piece for run, specific in self.script_runs(text)
+                for piece in (self._script if specific else self._main).findall(run)]
+
+    def script_runs(self, text: str) -> list[tuple[str, bool]]:
+        """Cut ``text`` into single-script runs (SPEC 1.2), each with "uses the script pattern".
+
+        Common characters (spaces, punctuation) are held back and join the run that follows:
+
+        >>> p = Pretokenizer(GPT4O, SCRIPT_SPECIFIC_GPT4O, DEFAULT_SCRIPTS)
+        >>> p.script_runs("ab, 你好 c")
+        [('ab', False), (', 你好', True), (' c', False)]
+        """
+        table, specific = self._table, self._specific
+        runs: list[tuple[str, bool]] = []
+        start = 0
+        current = -1          # script of the current run; -1 = nothing yet
+        last_real = -1        # index of the last character that was not held back
+        for i, ch in enumerate(text):
+            script = table[ord(ch)]
+            if script == current:
+                last_real = i
+            elif script == INHERITED:
+                if current == -1:
+                    current = INHERITED
+                last_real = i
+            elif script == COMMON:
+                if current == -1:
+                    current = COMMON
+            else:  # a different real script
+                if current not in (-1, COMMON, INHERITED):
+                    cut = last_real + 1
+                    runs.append((text[start:cut], specific[current]))
+                    start = cut
+                current = script
+                last_real = i
+        if start < len(text):
+            runs.append((text[start:], current not in (-1, COMMON, INHERITED) and specific[current]))
+        return runs
+
+
+def _compile(pattern: str, what: str) -> "regex.Pattern[str]":
+    try:
+        return regex.compile(pattern)
+    except regex.error as exc:
+        raise ValueError(f"{what} is not a valid regular expression: {exc}") from None
+
+
+def can_merge(token: bytes, merge_pattern: "regex.Pattern[str]") -> bool:
+    """SPEC 1.3: valid UTF-8 and contains a match of the merge pattern (a letter)."""
+    try:
+        text = token.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return merge_pattern.search(text) is not None
+
