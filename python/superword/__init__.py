@@ -1,0 +1,11 @@
+"""superword: fast, exact BPE, BoundlessBPE and SuperBPE tokenizers.
+
+Superword tokenizers can make tokens that span several words (" of the"), which compress
+text better than plain BPE.  Train one with :func:`train`, load one with
+:meth:`Tokenizer.load`.  The pure-Python reference implementation is
+:mod:`superword.reference`; the compiled Rust core is ``superword._core``.
+"""
+from ._api import Tokenizer, train
+
+__version__ = "0.1.0"
+__all__ = ["Tokenizer", "train", "__version__"]
