@@ -96,7 +96,7 @@ def train(inputs: Any, vocab_size: int = 32768, algorithm: str = "boundless",
         script_pattern=_pretok.SCRIPT_SPECIFIC_GPT4O if script_aware else None,
         scripts=(scripts if scripts is not None else _pretok.DEFAULT_SCRIPTS) if script_aware else None,
         greedy_split=greedy_split, progress=progress, stats=stats)
-    tok = Tokenizer(model, backend=backend)
+    tok = Tokenizer(model, backend=backend)  # greedy split at inference iff trained with it
     tok.training_stats = stats
     return tok
 
@@ -111,9 +111,12 @@ class Tokenizer:
     "BoundlessBPE v2" format of the paper's implementation.
     """
 
-    def __init__(self, model: _model.Model, backend: str | None = None, greedy_split: bool = False):
+    def __init__(self, model: _model.Model, backend: str | None = None,
+                 greedy_split: bool | None = None):
         self.backend = _resolve_backend(backend)
         self._model = model
+        if greedy_split is None:  # default: split runs like training did, if it did
+            greedy_split = model.ngrams is not None
         self._encoder = _ref_encode.Encoder(model, greedy_split=greedy_split)
         #: seconds per training stage, when made by :func:`train`
         self.training_stats: dict[str, float] = {}
@@ -122,8 +125,12 @@ class Tokenizer:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], backend: str | None = None,
-             greedy_split: bool = False) -> "Tokenizer":
-        """Load a "BoundlessBPE v2" model file (ours or the paper implementation's)."""
+             greedy_split: bool | None = None) -> "Tokenizer":
+        """Load a "BoundlessBPE v2" model file (ours or the paper implementation's).
+
+        ``greedy_split``: cut runs of pretokens into the model's frequent n-grams before
+        supermerges (SPEC 3.1).  The default does so exactly when the model was trained with
+        ``greedy_split=True`` (it then stores its n-gram table)."""
         return cls(_model.read_model(path), backend=backend, greedy_split=greedy_split)
 
     def save(self, path: str | os.PathLike[str]) -> None:

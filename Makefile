@@ -1,0 +1,20 @@
+# Developer shortcuts; the README's two commands are all a newcomer needs.
+.PHONY: install develop test rust-test tables bench clean
+
+install:            ## build the Rust core and install the package
+	pip install .
+
+develop:            ## editable install (Python changes apply at once; rerun after Rust changes)
+	pip install -e ".[test]"
+
+test:               ## what CI runs
+	bash .ci/run
+
+rust-test:
+	cargo test
+
+tables:             ## regenerate the committed Unicode tables
+	python tools/gen_unicode_tables.py
+
+clean:
+	rm -rf target dist build .pytest_cache .hypothesis

@@ -1,0 +1,34 @@
+"""Shared test helpers.  Corpora and golden files live in ``../shared`` next to the repository;
+tests that need them skip with a reason when that folder is absent (a fresh clone)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+GOLDEN = SHARED / "golden"
+DATA = SHARED / "data"
+
+
+def need(path: Path) -> Path:
+    if not path.exists():
+        pytest.skip(f"{path.relative_to(ROOT.parent)} is not present (shared folder absent)")
+    return path
+
+
+def read_jsonl_texts(path: Path) -> list[str]:
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line)["text"] for line in f]
+
+
+def read_lines(path: Path, limit: int | None = None) -> list[str]:
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for i, line in enumerate(f):
+            if limit is not None and i >= limit:
+                break
+            out.append(line.rstrip("\n").removesuffix("\r"))
+    return out

@@ -1,0 +1,174 @@
+"""Bad input gets a clear exception that names what is wrong, and loses nothing."""
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+import superword
+
+DOCS = ["the cat sat on the mat", "the dog sat on the log"] * 5
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return superword.train(DOCS, 300, "boundless")
+
+
+def test_vocab_size_below_the_byte_tokens():
+    with pytest.raises(ValueError, match="vocab_size must be at least 243"):
+        superword.train(DOCS, 242)
+    with pytest.raises(TypeError, match="vocab_size must be an int"):
+        superword.train(DOCS, 300.0)
+
+
+def test_unknown_algorithm():
+    with pytest.raises(ValueError, match="algorithm must be 'bpe', 'boundless' or 'superbpe'"):
+        superword.train(DOCS, 300, algorithm="wordpiece")
+
+
+def test_superbpe_needs_a_sensible_number_of_supermerges():
+    with pytest.raises(ValueError, match="needs supermerges"):
+        superword.train(DOCS, 300, algorithm="superbpe")
+    with pytest.raises(ValueError, match="supermerges must be between 1 and"):
+        superword.train(DOCS, 300, algorithm="superbpe", supermerges=300 - 243)
+    with pytest.raises(ValueError, match="supermerges must be between 1 and"):
+        superword.train(DOCS, 300, algorithm="superbpe", supermerges=0)
+    with pytest.raises(ValueError, match="only for algorithm='superbpe'"):
+        superword.train(DOCS, 300, algorithm="boundless", supermerges=5)
+
+
+def test_rust_backend_is_not_silently_replaced():
+    with pytest.raises(NotImplementedError, match="backend='rust'"):
+        superword.train(DOCS, 300, backend="rust")
+    with pytest.raises(ValueError, match="backend must be one of"):
+        superword.train(DOCS, 300, backend="c++")
+
+
+def test_empty_corpus(tmp_path):
+    with pytest.raises(ValueError, match="corpus is empty"):
+        superword.train([], 300)
+    with pytest.raises(ValueError, match="corpus is empty"):
+        superword.train(["", ""], 300)
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    with pytest.raises(ValueError, match="corpus is empty"):
+        superword.train(empty, 300)
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(FileNotFoundError, match="nope.txt"):
+        superword.train(tmp_path / "nope.txt", 300)
+    with pytest.raises(FileNotFoundError, match="missing.jsonl"):
+        superword.train([str(tmp_path / "missing.jsonl")], 300)
+
+
+def test_bad_jsonl_lines_are_named(tmp_path):
+    path = tmp_path / "docs.jsonl"
+    path.write_text('{"text": "fine"}\n{"text": "also fine"}\nnot json\n')
+    with pytest.raises(ValueError, match=r"docs\.jsonl, line 3: not valid JSON"):
+        superword.train(path, 300)
+    path.write_text('{"text": "fine"}\n{"body": "no text"}\n')
+    with pytest.raises(ValueError, match=r"docs\.jsonl, line 2: the record has no 'text' field"):
+        superword.train(path, 300)
+    path.write_text('{"text": 12}\n')
+    with pytest.raises(ValueError, match=r"line 1: field 'text' is int"):
+        superword.train(path, 300)
+
+
+def test_invalid_utf8_is_named_not_replaced(tmp_path):
+    path = tmp_path / "bad.txt"
+    path.write_bytes(b"good line\nanother\nbad \xff byte\n")
+    with pytest.raises(ValueError, match=r"bad\.txt, line 3: invalid UTF-8 \(byte 0xff"):
+        superword.train(path, 300)
+    gz = tmp_path / "bad.txt.gz"
+    gz.write_bytes(gzip.compress(b"ok\n\xc3(\n"))
+    with pytest.raises(ValueError, match=r"bad\.txt\.gz, line 2: invalid UTF-8"):
+        superword.train(gz, 300)
+
+
+def test_corrupt_gzip_is_named(tmp_path):
+    path = tmp_path / "docs.txt.gz"
+    path.write_bytes(gzip.compress(b"hello world\n" * 1000)[:-30])
+    with pytest.raises(ValueError, match=r"docs\.txt\.gz: corrupt or truncated gzip"):
+        superword.train(path, 300)
+
+
+def test_documents_must_be_strings():
+    with pytest.raises(TypeError, match="document 1 of inputs is bytes"):
+        superword.train(iter(["ok", b"bytes"]), 300)
+
+
+def test_decode_rejects_ids_out_of_range(tok):
+    with pytest.raises(ValueError, match=rf"token id {tok.vocab_size} at position 1 is out of range"):
+        tok.decode([5, tok.vocab_size])
+    with pytest.raises(ValueError, match=r"token id -1 at position 0"):
+        tok.decode([-1])
+    with pytest.raises(TypeError, match="not int"):
+        tok.decode(["a"])
+
+
+def test_special_tokens():
+    tok = superword.train(DOCS, 300, "boundless")
+    size = tok.vocab_size
+    tok.register_special_tokens(["<|end|>"])
+    end = tok.special_tokens["<|end|>"]
+    assert end == size and tok.vocab_size == size + 1
+    with pytest.raises(ValueError, match=r"special token '<\|end\|>'"):
+        tok.encode("a<|end|>")
+    assert tok.encode("a<|end|>", allowed_special="all")[-1] == end
+    assert end not in tok.encode("a<|end|>", allowed_special="none")
+    assert tok.decode(tok.encode("a<|end|>b", allowed_special={"<|end|>"})) == "a<|end|>b"
+    with pytest.raises(ValueError, match="allowed_special must be"):
+        tok.encode("a", allowed_special="some")
+    with pytest.raises(TypeError, match="allowed_special must be"):
+        tok.encode("a", allowed_special=3)
+    with pytest.raises(ValueError, match="empty"):
+        tok.register_special_tokens([""])
+    with pytest.raises(ValueError, match="already registered"):
+        tok.register_special_tokens(["<|end|>"])
+
+
+def test_lone_surrogates_are_rejected(tok):
+    with pytest.raises(ValueError, match=r"lone surrogate U\+D800 at index 1"):
+        tok.encode("a\ud800b")
+
+
+def test_model_file_errors_name_the_line(tmp_path, tok):
+    good = tmp_path / "good.model"
+    tok.save(good)
+    lines = good.read_text(encoding="utf-8").split("\n")
+    cut = tmp_path / "cut.model"
+    cut.write_text("\n".join(lines[:100]), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"cut\.model, line 100: file ends in the middle"):
+        superword.Tokenizer.load(cut)
+    cut.write_text("\n".join(lines[:100]) + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"cut\.model, line 101: file ends early"):
+        superword.Tokenizer.load(cut)
+    broken = list(lines)
+    broken[10] = "7 ! notacount 0"
+    bad = tmp_path / "bad.model"
+    bad.write_text("\n".join(broken), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"bad\.model, line 11: bad vocabulary entry"):
+        superword.Tokenizer.load(bad)
+    bad.write_text("hello\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"line 1: not a BoundlessBPE v2 model"):
+        superword.Tokenizer.load(bad)
+    with pytest.raises(FileNotFoundError):
+        superword.Tokenizer.load(tmp_path / "absent.model")
+
+
+def test_save_is_atomic(tmp_path, tok, monkeypatch):
+    """A failure while writing leaves the previous file untouched and no temporary file."""
+    path = tmp_path / "tok.model"
+    path.write_text("previous contents")
+    from superword.reference import model as model_module
+
+    def fail(*args, **kwargs):
+        raise OSError("disk full")
+    monkeypatch.setattr(model_module.os, "replace", fail)
+    with pytest.raises(OSError, match="disk full"):
+        tok.save(path)
+    assert path.read_text() == "previous contents"
+    assert [p.name for p in tmp_path.iterdir()] == ["tok.model"]

@@ -1,0 +1,87 @@
+"""Pre-tokenization: the SPEC's examples, script runs, and properties."""
+from __future__ import annotations
+
+import regex
+from hypothesis import given, settings, strategies as st
+
+from superword.reference.pretokenize import (DEFAULT_SCRIPTS, GPT4O, SCRIPT_SPECIFIC_GPT4O,
+                                             Pretokenizer)
+from superword.reference.scripts import script_name, script_names, script_table
+
+AWARE = Pretokenizer(GPT4O, SCRIPT_SPECIFIC_GPT4O, DEFAULT_SCRIPTS)
+SIMPLE = Pretokenizer(GPT4O)
+
+
+def test_spec_examples():
+    assert AWARE.pretokenize("Hello мир 你好 world!") == ["Hello", " мир", " 你", "好", " world", "!"]
+    assert AWARE.pretokenize("Helloмир你好world!") == ["Hello", "мир", "你", "好", "world", "!"]
+    assert AWARE.pretokenize("漢字カタカナ ABC") == ["漢", "字", "カ", "タ", "カ", "ナ", " ABC"]
+
+
+def test_simple_mode_keeps_cjk_together():
+    assert SIMPLE.pretokenize("Hello мир 你好 world!") == ["Hello", " мир", " 你好", " world", "!"]
+
+
+def test_held_back_common_characters_move_to_the_next_run():
+    # ", " is Common: held back after "ab" and cut off with the Han run that follows
+    assert AWARE.script_runs("ab, 你好 c") == [("ab", False), (", 你好", True), (" c", False)]
+    # Common at the very start joins the first real script
+    assert AWARE.script_runs("12 ไทย") == [("12 ไทย", True)]
+    # only Common: one run with the main pattern
+    assert AWARE.script_runs("  !? ") == [("  !? ", False)]
+
+
+def test_inherited_marks_stay_with_their_letter():
+    # U+0301 (combining acute, Inherited) extends the Latin run and counts as real, so the
+    # space after it is the only held-back character
+    runs = AWARE.script_runs("e\u0301 漢")
+    assert runs == [("e\u0301", False), (" 漢", True)]
+    # a leading mark makes an Inherited run that the next script absorbs without a cut
+    assert AWARE.script_runs("\u0301ab") == [("\u0301ab", False)]
+
+
+def test_thai_is_one_letter_per_pretoken_with_marks():
+    # ที่ = THO THAHAN + SARA II (Mn) + MAI EK (Mn): one letter with its marks
+    assert AWARE.pretokenize("ที่นี่") == ["ที่", "นี่"]
+
+
+def test_contractions_and_numbers_and_spaces():
+    assert SIMPLE.pretokenize("I'm 12345 ok\r\n\r\n  go") == \
+        ["I'm", " ", "123", "45", " ok", "\r\n\r\n", " ", " go"]
+
+
+def test_script_table_matches_regex_on_every_code_point():
+    """The committed table equals the Script property of the installed `regex` (the source
+    it was generated from), for all 0x110000 code points."""
+    names = script_names()
+    table = script_table()
+    every = "".join(map(chr, range(0x110000)))
+    expected = bytearray(0x110000)  # Common
+    for index, name in enumerate(names):
+        if name == "Common":
+            continue
+        for m in regex.finditer(r"\p{Script=" + name + r"}+", every):
+            expected[m.start():m.end()] = bytes([index]) * (m.end() - m.start())
+    assert table == expected
+    assert script_name(ord("ក")) == "Khmer"
+
+
+#: Text built from arbitrary characters and pieces that stress the patterns: emoji with
+#: modifiers, combining marks, CJK, Thai, Khmer, Arabic digits, contractions, CRLF runs.
+text_strategy = st.lists(
+    st.one_of(
+        st.characters(codec="utf-8"),
+        st.sampled_from(list("  \t\r\n'sSdD0123.,!?/-") + [
+            "\r\n", "👍🏽", "e\u0301", "你", "ไทย", "ក្ញុំ", "カ", "мир", "١٢", "'ll", "   "]),
+    ),
+    max_size=40,
+).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(text_strategy)
+def test_pretokens_concatenate_back(text):
+    for p in (AWARE, SIMPLE):
+        pieces = p.pretokenize(text)
+        assert "".join(pieces) == text
+        assert all(pieces)
