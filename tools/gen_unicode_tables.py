@@ -3,7 +3,7 @@
 
 Usage::
 
-    pip install "regex>=2025.9"       # a release that implements Unicode 17.0
+    pip install "regex>=2025.10.23,<2026.9"   # the releases that implement Unicode 17.0
     python tools/gen_unicode_tables.py  # rewrites python/superword/_data/scripts.txt
 
 Why ``regex``: it is the engine the reference pre-tokenizer already depends on, it is
