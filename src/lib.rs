@@ -3,12 +3,18 @@
 //! The pipeline, one module per stage, mirrors the pure-Python reference in
 //! `python/superword/reference/` (see `../shared/SPEC.md` for the contract both follow):
 //!
-//! * [`scripts`]: the Unicode 17.0 `Script` table shared with the reference.
+//! * [`scripts`]: the Unicode 17.0 `Script` table shared with the reference;
+//! * [`pretokenize`]: the GPT-4o matchers, generic regex patterns, script-aware runs;
+//! * [`error`]: the one error type, converted to a Python exception at the seam.
 //!
 //! PyO3 lives only in `src/py/`, behind the `python` feature that maturin turns on, so
 //! `cargo test` exercises the algorithms without a Python interpreter.
 
+pub mod error;
+pub mod model;
+pub mod pretokenize;
 pub mod scripts;
+pub mod train;
 
 #[cfg(feature = "python")]
 mod py;

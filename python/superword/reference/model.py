@@ -108,6 +108,15 @@ def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
 # ----------------------------------------------------------------------------------------
 # reading
 
+def _show(text: str) -> str:
+    """A line (or part of one) quoted for an error message, at most 60 characters."""
+    return json.dumps(text[:60], ensure_ascii=False)
+
+
+def _is_uint(text: str) -> bool:
+    return text.isascii() and text.isdigit()
+
+
 class _Lines:
     """A model file's lines with the current line number, for error messages."""
 
@@ -125,21 +134,21 @@ class _Lines:
         return line[:-1]
 
     def expect(self, word: str) -> None:
-        line = self.next(repr(word))
+        line = self.next(_show(word))
         if line != word:
-            raise self.error(f"expected {word!r}, found {line[:60]!r}")
+            raise self.error(f"expected {_show(word)}, found {_show(line)}")
 
     def count(self, what: str) -> int:
         line = self.next(f"the number of {what}")
-        if not line.isdigit():
-            raise self.error(f"expected the number of {what}, found {line[:60]!r}")
+        if not _is_uint(line):
+            raise self.error(f"expected the number of {what}, found {_show(line)}")
         return int(line)
 
     def fields(self, n: int, what: str) -> list[str]:
         line = self.next(what)
         parts = line.split(" ")
         if len(parts) != n:
-            raise self.error(f"expected {what} ({n} fields separated by spaces), found {line[:60]!r}")
+            raise self.error(f"expected {what} ({n} fields separated by spaces), found {_show(line)}")
         return parts
 
     def error(self, message: str) -> ValueError:
@@ -153,25 +162,25 @@ def read_model(path: str | os.PathLike[str]) -> Model:
         with open(name, encoding="utf-8", newline="\n") as f:
             return _read(_Lines(f, name))
     except UnicodeDecodeError as exc:
-        raise ValueError(f"{name}: not a model file (invalid UTF-8: {exc.reason})") from None
+        raise ValueError(f"{name}: not a model file (invalid UTF-8)") from None
 
 
 def _read(lines: _Lines) -> Model:
     header = lines.next("the header 'BoundlessBPE v2 <kind>'")
     parts = header.split(" ")
     if len(parts) != 3 or parts[:2] != ["BoundlessBPE", "v2"] or parts[2] not in KINDS:
-        raise lines.error(f"not a BoundlessBPE v2 model (header {header[:60]!r})")
+        raise lines.error(f"not a BoundlessBPE v2 model (header {_show(header)})")
     kind = parts[2]
     lines.expect("vocabulary")
     vocab, counts, is_super = [], [], []
     seen: set[bytes] = set()
     for i in range(lines.count("vocabulary entries")):
         ident, token, count, sup = lines.fields(4, "'<id> <token> <count> <is_super>'")
-        if ident != str(i) or not count.isdigit() or sup not in ("0", "1"):
+        if ident != str(i) or not _is_uint(count) or sup not in ("0", "1"):
             raise lines.error(f"bad vocabulary entry (expected id {i}, a count and 0 or 1)")
         raw = _parse_token(lines, token)
         if raw in seen:
-            raise lines.error(f"token {token!r} appears twice in the vocabulary")
+            raise lines.error(f"token {_show(token)} appears twice in the vocabulary")
         seen.add(raw)
         vocab.append(raw)
         counts.append(int(count))
@@ -181,8 +190,8 @@ def _read(lines: _Lines) -> Model:
     for _ in range(lines.count("special tokens")):
         line = lines.next("'<id> <special token>'")
         ident, _, text = line.partition(" ")
-        if not ident.isdigit() or not text:
-            raise lines.error(f"bad special token entry {line[:60]!r}")
+        if not _is_uint(ident) or not text:
+            raise lines.error(f"bad special token entry {_show(line)}")
         special[text] = int(ident)
     lines.expect("words")
     settings, _, _, merges = _read_section(lines, vocab)
@@ -191,7 +200,7 @@ def _read(lines: _Lines) -> Model:
         lines.expect("superwords")
         _, is_sup, superbpe_mode, supermerges = _read_section(lines, vocab)
         if not is_sup or superbpe_mode != (kind == "superbpe"):
-            raise lines.error(f"superwords config does not match the model kind {kind!r}")
+            raise lines.error(f"superwords config does not match the model kind {_show(kind)}")
     ngrams = None
     tail = lines.f.readline()
     if tail == "ngrams\n":
@@ -217,7 +226,7 @@ def _read_section(lines: _Lines, vocab: list[bytes]) -> tuple[Settings, bool, bo
     merges = []
     for i in range(lines.count("merges")):
         ident, left, right, count, flag = lines.fields(5, "'<index> <left> <right> <count> <flag>'")
-        if ident != str(i) or not count.lstrip("-").isdigit() or flag not in ("0", "1"):
+        if ident != str(i) or not _is_uint(count) or flag not in ("0", "1"):
             raise lines.error(f"bad merge entry (expected index {i}, a count and 0 or 1)")
         merges.append(Merge(_parse_token(lines, left), _parse_token(lines, right),
                             int(count), flag == "1"))
@@ -231,7 +240,8 @@ def _parse_token(lines: _Lines, text: str) -> bytes:
     try:
         token = parse(text)
     except KeyError as exc:
-        raise lines.error(f"token {text!r} has a character outside the byte map: {exc}") from None
+        raise lines.error(f"token {_show(text)} has a character outside the byte map: "
+                          f"{_show(exc.args[0])}") from None
     if not token:
         raise lines.error("empty token")
     return token

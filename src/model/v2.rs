@@ -1,0 +1,371 @@
+//! Reading and writing "BoundlessBPE v2" files, byte-identical to `reference/model.py` (and to
+//! the paper's writer).  Errors name the file and line with the reference's messages.
+
+use super::bytemap::{parse, render};
+use super::{Kind, Merge, Model, Settings};
+use crate::error::{Error, Result};
+use std::fmt::Write as _;
+
+// ------------------------------------------------------------------------------------------
+// writing
+
+/// A string as Python's `json.dumps` writes it (ASCII only: other characters as `\uXXXX`).
+pub fn json_string(s: &str, out: &mut String) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            c if !(' '..='~').contains(&c) => {
+                let mut units = [0u16; 2];
+                for u in c.encode_utf16(&mut units) {
+                    let _ = write!(out, "\\u{:04x}", u);
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// A float as Python's `repr` writes the common cases ("1.1", "1.0").
+fn py_float(x: f64) -> String {
+    if x.is_finite() && x.fract() == 0.0 && x.abs() < 1e16 {
+        format!("{x:.1}")
+    } else {
+        format!("{x}")
+    }
+}
+
+/// The config JSON object, keys in the order SPEC 8 fixes.
+fn config(s: &Settings, is_super: bool, superbpe_mode: bool) -> String {
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "{{\"tau\": {}, \"is_super\": {is_super}, \"superbpe_mode\": {superbpe_mode}, \"blowup\": {}, \"main_regex\": ",
+        py_float(s.tau),
+        s.blowup
+    );
+    json_string(&s.main_regex, &mut out);
+    out.push_str(", \"script_specific_regex\": ");
+    match &s.script_specific_regex {
+        Some(r) => json_string(r, &mut out),
+        None => out.push_str("null"),
+    }
+    out.push_str(", \"script_specific_scripts\": ");
+    match &s.script_specific_scripts {
+        Some(names) => {
+            out.push('[');
+            for (i, n) in names.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                json_string(n, &mut out);
+            }
+            out.push(']');
+        }
+        None => out.push_str("null"),
+    }
+    out.push_str(", \"merge_pattern\": ");
+    json_string(&s.merge_pattern, &mut out);
+    out.push('}');
+    out
+}
+
+fn section(out: &mut String, s: &Settings, is_super: bool, superbpe_mode: bool, merges: &[Merge]) {
+    out.push_str(&config(s, is_super, superbpe_mode));
+    let _ = write!(out, "\nmerges\n{}\n", merges.len());
+    for (i, m) in merges.iter().enumerate() {
+        let _ = writeln!(out, "{i} {} {} {} {}", render(&m.left), render(&m.right), m.count, m.flag as u8);
+    }
+    out.push_str("deletions\n0\n");
+}
+
+/// The model file's text.
+pub fn dumps(model: &Model) -> String {
+    let mut out = String::with_capacity(64 * model.vocab.len() + 4096);
+    let _ = write!(out, "BoundlessBPE v2 {}\nvocabulary\n{}\n", model.kind.name(), model.vocab.len());
+    for (i, ((t, c), s)) in model.vocab.iter().zip(&model.counts).zip(&model.is_super).enumerate() {
+        let _ = writeln!(out, "{i} {} {c} {}", render(t), *s as u8);
+    }
+    let _ = writeln!(out, "special_tokens\n{}", model.special_tokens.len());
+    let mut special = model.special_tokens.clone();
+    special.sort_by_key(|(_, id)| *id);
+    for (text, id) in &special {
+        let _ = writeln!(out, "{id} {text}");
+    }
+    out.push_str("words\n");
+    section(&mut out, &model.settings, false, false, &model.merges);
+    if model.kind != Kind::Word {
+        out.push_str("superwords\n");
+        section(&mut out, &model.settings, true, model.kind == Kind::SuperBpe, &model.supermerges);
+    }
+    if let Some(ngrams) = &model.ngrams {
+        let _ = writeln!(out, "ngrams\n{}", ngrams.len());
+        for g in ngrams {
+            let parts: Vec<String> = g.iter().map(|t| render(t)).collect();
+            let _ = writeln!(out, "{}", parts.join(" "));
+        }
+    }
+    out
+}
+
+/// Write atomically: a temporary file in the same folder, then a rename.
+pub fn write_atomic(path: &str, text: &str) -> Result<()> {
+    use std::io::Write;
+    let target = std::path::Path::new(path);
+    let folder = match target.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = folder.join(format!(".superword-{}-{}.tmp", std::process::id(), name));
+    let io = |e: std::io::Error| {
+        let _ = std::fs::remove_file(&tmp);
+        if e.kind() == std::io::ErrorKind::NotFound {
+            Error::NotFound(format!("cannot write {path}: {e}"))
+        } else {
+            Error::Io(format!("cannot write {path}: {e}"))
+        }
+    };
+    let mut f = std::fs::File::create(&tmp).map_err(io)?;
+    f.write_all(text.as_bytes()).map_err(io)?;
+    f.sync_all().map_err(io)?;
+    drop(f);
+    std::fs::rename(&tmp, target).map_err(io)
+}
+
+// ------------------------------------------------------------------------------------------
+// reading
+
+/// A line or part of one quoted for a message (JSON quoting, at most 60 characters), as
+/// the reference's `_show`.
+fn show(text: &str) -> String {
+    let cut: String = text.chars().take(60).collect();
+    serde_json::to_string(&cut).unwrap_or_default()
+}
+
+fn is_uint(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
+}
+
+struct Lines<'a> {
+    name: &'a str,
+    rest: &'a str,
+    number: usize,
+}
+
+impl<'a> Lines<'a> {
+    fn error(&self, message: impl std::fmt::Display) -> Error {
+        Error::Value(format!("{}, line {}: {message}", self.name, self.number))
+    }
+
+    fn next(&mut self, what: &str) -> Result<&'a str> {
+        self.number += 1;
+        if self.rest.is_empty() {
+            return Err(self.error(format!("file ends early; expected {what}")));
+        }
+        match self.rest.find('\n') {
+            Some(i) => {
+                let line = &self.rest[..i];
+                self.rest = &self.rest[i + 1..];
+                Ok(line)
+            }
+            None => Err(self.error(format!("file ends in the middle of a line; expected {what}"))),
+        }
+    }
+
+    fn expect(&mut self, word: &str) -> Result<()> {
+        let line = self.next(&show(word))?;
+        if line != word {
+            return Err(self.error(format!("expected {}, found {}", show(word), show(line))));
+        }
+        Ok(())
+    }
+
+    fn count(&mut self, what: &str) -> Result<usize> {
+        let line = self.next(&format!("the number of {what}"))?;
+        if !is_uint(line) {
+            return Err(self.error(format!("expected the number of {what}, found {}", show(line))));
+        }
+        line.parse().map_err(|_| self.error(format!("number of {what} too large")))
+    }
+
+    fn fields(&mut self, n: usize, what: &str) -> Result<Vec<&'a str>> {
+        let line = self.next(what)?;
+        let parts: Vec<&str> = line.split(' ').collect();
+        if parts.len() != n {
+            return Err(self.error(format!("expected {what} ({n} fields separated by spaces), found {}", show(line))));
+        }
+        Ok(parts)
+    }
+
+    fn token(&self, text: &str) -> Result<Vec<u8>> {
+        let t = parse(text).map_err(|c| {
+            self.error(format!("token {} has a character outside the byte map: {}", show(text), show(&c.to_string())))
+        })?;
+        if t.is_empty() {
+            return Err(self.error("empty token"));
+        }
+        Ok(t)
+    }
+}
+
+/// Parse a model file's text; `name` is used in error messages.
+pub fn loads(text: &str, name: &str) -> Result<Model> {
+    let mut lines = Lines { name, rest: text, number: 0 };
+    let header = lines.next("the header 'BoundlessBPE v2 <kind>'")?;
+    let parts: Vec<&str> = header.split(' ').collect();
+    let kind = match parts.as_slice() {
+        ["BoundlessBPE", "v2", k] => Kind::from_name(k),
+        _ => None,
+    }
+    .ok_or_else(|| lines.error(format!("not a BoundlessBPE v2 model (header {})", show(header))))?;
+    lines.expect("vocabulary")?;
+    let n = lines.count("vocabulary entries")?;
+    let (mut vocab, mut counts, mut is_super) = (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
+    let mut seen = std::collections::HashSet::with_capacity(n);
+    for i in 0..n {
+        let f = lines.fields(4, "'<id> <token> <count> <is_super>'")?;
+        if f[0] != i.to_string() || !is_uint(f[2]) || (f[3] != "0" && f[3] != "1") {
+            return Err(lines.error(format!("bad vocabulary entry (expected id {i}, a count and 0 or 1)")));
+        }
+        let raw = lines.token(f[1])?;
+        if !seen.insert(raw.clone()) {
+            return Err(lines.error(format!("token {} appears twice in the vocabulary", show(f[1]))));
+        }
+        vocab.push(raw);
+        counts.push(f[2].parse().map_err(|_| lines.error("count too large"))?);
+        is_super.push(f[3] == "1");
+    }
+    lines.expect("special_tokens")?;
+    let mut special_tokens = Vec::new();
+    for _ in 0..lines.count("special tokens")? {
+        let line = lines.next("'<id> <special token>'")?;
+        let (id, text) = line.split_once(' ').unwrap_or((line, ""));
+        if !is_uint(id) || text.is_empty() {
+            return Err(lines.error(format!("bad special token entry {}", show(line))));
+        }
+        let id: u32 = id.parse().map_err(|_| lines.error("special token id too large"))?;
+        // like a Python dict: a repeated special string keeps its last id
+        special_tokens.retain(|(t, _): &(String, u32)| t != text);
+        special_tokens.push((text.to_string(), id));
+    }
+    lines.expect("words")?;
+    let (settings, _, _, merges) = read_section(&mut lines)?;
+    let mut supermerges = Vec::new();
+    if kind != Kind::Word {
+        lines.expect("superwords")?;
+        let (_, is_sup, superbpe_mode, m) = read_section(&mut lines)?;
+        if !is_sup || superbpe_mode != (kind == Kind::SuperBpe) {
+            return Err(lines.error(format!("superwords config does not match the model kind {}", show(kind.name()))));
+        }
+        supermerges = m;
+    }
+    let mut ngrams = None;
+    if lines.rest.starts_with("ngrams\n") {
+        lines.next("ngrams")?;
+        let k = lines.count("n-grams")?;
+        let mut table = Vec::with_capacity(k);
+        for _ in 0..k {
+            let line = lines.next("an n-gram")?;
+            table.push(line.split(' ').map(|t| lines.token(t)).collect::<Result<Vec<_>>>()?);
+        }
+        ngrams = Some(table);
+    }
+    special_tokens.sort_by_key(|(_, id)| *id);
+    Ok(Model { kind, settings, vocab, counts, is_super, merges, supermerges, special_tokens, ngrams })
+}
+
+fn read_section(lines: &mut Lines) -> Result<(Settings, bool, bool, Vec<Merge>)> {
+    let raw = lines.next("the config JSON")?;
+    let parsed = (|| -> std::result::Result<(Settings, bool, bool), String> {
+        let v: serde_json::Value = serde_json::from_str(raw).map_err(|e| e.to_string())?;
+        let get = |k: &str| v.get(k).ok_or_else(|| format!("missing key '{k}'"));
+        let string = |k: &str| get(k)?.as_str().map(str::to_string).ok_or_else(|| format!("'{k}' is not a string"));
+        let opt_string = |k: &str| -> std::result::Result<Option<String>, String> {
+            let x = get(k)?;
+            if x.is_null() {
+                Ok(None)
+            } else {
+                x.as_str().map(|s| Some(s.to_string())).ok_or_else(|| format!("'{k}' is not a string"))
+            }
+        };
+        let boolean = |k: &str| get(k)?.as_bool().ok_or_else(|| format!("'{k}' is not a boolean"));
+        let scripts = match get("script_specific_scripts")? {
+            serde_json::Value::Null => None,
+            serde_json::Value::Array(a) => Some(
+                a.iter()
+                    .map(|x| x.as_str().map(str::to_string).ok_or("script names must be strings".to_string()))
+                    .collect::<std::result::Result<Vec<_>, _>>()?,
+            ),
+            _ => return Err("'script_specific_scripts' is not a list".into()),
+        };
+        let settings = Settings {
+            main_regex: string("main_regex")?,
+            script_specific_regex: opt_string("script_specific_regex")?,
+            script_specific_scripts: scripts,
+            merge_pattern: string("merge_pattern")?,
+            tau: get("tau")?.as_f64().ok_or("'tau' is not a number")?,
+            blowup: boolean("blowup")?,
+        };
+        Ok((settings, boolean("is_super")?, boolean("superbpe_mode")?))
+    })();
+    let (settings, is_super, superbpe_mode) = parsed.map_err(|e| lines.error(format!("bad config JSON ({e})")))?;
+    lines.expect("merges")?;
+    let n = lines.count("merges")?;
+    let mut merges = Vec::with_capacity(n);
+    for i in 0..n {
+        let f = lines.fields(5, "'<index> <left> <right> <count> <flag>'")?;
+        if f[0] != i.to_string() || !is_uint(f[3]) || (f[4] != "0" && f[4] != "1") {
+            return Err(lines.error(format!("bad merge entry (expected index {i}, a count and 0 or 1)")));
+        }
+        merges.push(Merge {
+            left: lines.token(f[1])?,
+            right: lines.token(f[2])?,
+            count: f[3].parse().map_err(|_| lines.error("count too large"))?,
+            flag: f[4] == "1",
+        });
+    }
+    lines.expect("deletions")?;
+    if lines.count("deletions")? != 0 {
+        return Err(lines.error("PickyBPE deletions (tau <= 1) are not supported by superword"));
+    }
+    Ok((settings, is_super, superbpe_mode, merges))
+}
+
+/// Read a model file.
+pub fn read(path: &str) -> Result<Model> {
+    let bytes = std::fs::read(path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            Error::NotFound(format!("model file not found: {path}"))
+        } else {
+            Error::Io(format!("cannot read {path}: {e}"))
+        }
+    })?;
+    let text = std::str::from_utf8(&bytes).map_err(|_| Error::Value(format!("{path}: not a model file (invalid UTF-8)")))?;
+    loads(text, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_strings_like_python() {
+        let mut s = String::new();
+        json_string("a\\p{L}\"\n\u{e9}\u{1F600}\u{7f}\u{0}/", &mut s);
+        assert_eq!(s, r#""a\\p{L}\"\n\u00e9\ud83d\ude00\u007f\u0000/""#);
+    }
+
+    #[test]
+    fn floats_like_python() {
+        assert_eq!(py_float(1.1), "1.1");
+        assert_eq!(py_float(1.0), "1.0");
+    }
+}

@@ -1,0 +1,243 @@
+//! Hand-written matchers for the `GPT4O` and `SCRIPT_SPECIFIC_GPT4O` patterns (SPEC 1.1).
+//!
+//! They return exactly the pieces of Python `regex`'s `findall`, backtracking included,
+//! without running a regex engine.  Each alternative is a function from a start position to
+//! the end of its match; the findall loop tries them in the pattern's order.
+//!
+//! Where the regex backtracks, the result has a closed form:
+//! * `U*W+` (U = `[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]`, W = `[\p{Ll}\p{Lm}\p{Lo}\p{M}]`): `U*` takes
+//!   the longest U-run; if a W character follows, `W+` takes the W-run after it; otherwise
+//!   `U*` gives back characters until the last W character inside the run, which `W+` takes.
+//! * `\s*[\r\n]+`: ends just after the last `\r`/`\n` of the whitespace run.
+//! * `\s+(?!\S)`: the whole run at the end of the text, else the run minus its last character.
+
+use super::classes::{bits, L, LOWERISH, M, N, UPPERISH, WS};
+
+/// The pattern a matcher implements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Builtin {
+    Gpt4o,
+    ScriptSpecific,
+}
+
+#[inline]
+fn next_char(s: &str, i: usize) -> Option<(char, usize)> {
+    let b = *s.as_bytes().get(i)?;
+    if b < 0x80 {
+        return Some((b as char, i + 1));
+    }
+    let c = s[i..].chars().next()?;
+    Some((c, i + c.len_utf8()))
+}
+
+#[inline]
+fn class_at(s: &str, i: usize) -> Option<(u8, char, usize)> {
+    next_char(s, i).map(|(c, n)| (bits(c), c, n))
+}
+
+/// End of the run of characters whose class intersects `mask`, from `i`.
+#[inline]
+fn run(s: &str, mut i: usize, mask: u8) -> usize {
+    while let Some((b, _, n)) = class_at(s, i) {
+        if b & mask == 0 {
+            break;
+        }
+        i = n;
+    }
+    i
+}
+
+/// `[^\r\n\p{L}\p{N}]`: the optional one-character prefix of the word alternatives.
+#[inline]
+fn prefix_end(s: &str, i: usize) -> Option<usize> {
+    let (b, c, n) = class_at(s, i)?;
+    (c != '\r' && c != '\n' && b & (L | N) == 0).then_some(n)
+}
+
+/// `(?i:'s|'t|'re|'ve|'m|'ll|'d)?` after a word: its end (or `i` if absent).  Under the
+/// `regex` module's simple case folding, `s` also matches U+017F LATIN SMALL LETTER LONG S.
+fn contraction(s: &str, i: usize) -> usize {
+    let bytes = s.as_bytes();
+    if bytes.get(i) != Some(&b'\'') {
+        return i;
+    }
+    let Some((c1, n1)) = next_char(s, i + 1) else { return i };
+    match c1 {
+        's' | 'S' | 'ſ' | 't' | 'T' | 'm' | 'M' | 'd' | 'D' => n1,
+        'r' | 'R' | 'v' | 'V' => match bytes.get(n1) {
+            Some(b'e') | Some(b'E') => n1 + 1,
+            _ => i,
+        },
+        'l' | 'L' => match bytes.get(n1) {
+            Some(b'l') | Some(b'L') => n1 + 1,
+            _ => i,
+        },
+        _ => i,
+    }
+}
+
+/// `U*W+` from `i` (see the module notes for the backtracking).
+fn upper_then_lower(s: &str, i: usize) -> Option<usize> {
+    let mut j = i;
+    let mut after_last_w = None;
+    while let Some((b, _, n)) = class_at(s, j) {
+        if b & UPPERISH == 0 {
+            break;
+        }
+        if b & LOWERISH != 0 {
+            after_last_w = Some(n);
+        }
+        j = n;
+    }
+    match class_at(s, j) {
+        Some((b, _, _)) if b & LOWERISH != 0 => Some(run(s, j, LOWERISH)),
+        _ => after_last_w,
+    }
+}
+
+/// `U+W*` from `i`.
+fn upper_run_then_lower(s: &str, i: usize) -> Option<usize> {
+    let j = run(s, i, UPPERISH);
+    (j > i).then(|| run(s, j, LOWERISH))
+}
+
+/// `P?X(?i:contractions)?` for a word body `X`: try with the prefix, then without.
+fn word(s: &str, i: usize, body: fn(&str, usize) -> Option<usize>) -> Option<usize> {
+    if let Some(p) = prefix_end(s, i) {
+        if let Some(e) = body(s, p) {
+            return Some(contraction(s, e));
+        }
+    }
+    body(s, i).map(|e| contraction(s, e))
+}
+
+/// `\p{N}{1,3}`.
+fn numbers(s: &str, i: usize) -> Option<usize> {
+    let mut j = i;
+    for _ in 0..3 {
+        match class_at(s, j) {
+            Some((b, _, n)) if b & N != 0 => j = n,
+            _ => break,
+        }
+    }
+    (j > i).then_some(j)
+}
+
+/// ` ?[^\s\p{L}\p{N}]+[\r\n/]*`.
+fn punctuation(s: &str, i: usize) -> Option<usize> {
+    let other = |i: usize| match class_at(s, i) {
+        Some((b, _, n)) if b & (WS | L | N) == 0 => Some(n),
+        _ => None,
+    };
+    let start = if s.as_bytes().get(i) == Some(&b' ') && other(i + 1).is_some() { i + 1 } else { i };
+    let mut j = other(start)?;
+    while let Some(n) = other(j) {
+        j = n;
+    }
+    while matches!(s.as_bytes().get(j), Some(b'\r' | b'\n' | b'/')) {
+        j += 1;
+    }
+    Some(j)
+}
+
+/// The three whitespace alternatives `\s*[\r\n]+ | \s+(?!\S) | \s+`, tried in order.
+fn whitespace(s: &str, i: usize) -> Option<usize> {
+    let mut j = i;
+    let mut last_start = i; // start of the run's last character
+    let mut after_newline = None; // just after the run's last \r or \n
+    while let Some((b, c, n)) = class_at(s, j) {
+        if b & WS == 0 {
+            break;
+        }
+        if c == '\r' || c == '\n' {
+            after_newline = Some(n);
+        }
+        last_start = j;
+        j = n;
+    }
+    if j == i {
+        return None;
+    }
+    if let Some(e) = after_newline {
+        return Some(e); // \s*[\r\n]+
+    }
+    if j == s.len() || last_start > i {
+        // \s+(?!\S): all of it at the end of the text, else all but the last character
+        return Some(if j == s.len() { j } else { last_start });
+    }
+    Some(j) // \s+
+}
+
+/// ` ?\p{L}\p{M}*`: one letter with its marks (the script-specific word alternative).
+fn letter(s: &str, i: usize) -> Option<usize> {
+    let is_letter = |i: usize| match class_at(s, i) {
+        Some((b, _, n)) if b & L != 0 => Some(n),
+        _ => None,
+    };
+    let n = if s.as_bytes().get(i) == Some(&b' ') {
+        is_letter(i + 1).or_else(|| is_letter(i))?
+    } else {
+        is_letter(i)?
+    };
+    Some(run(s, n, M))
+}
+
+/// End of the piece that starts at `i` (`i < s.len()`).
+pub fn next_piece(pattern: Builtin, s: &str, i: usize) -> usize {
+    let end = match pattern {
+        Builtin::Gpt4o => word(s, i, upper_then_lower)
+            .or_else(|| word(s, i, upper_run_then_lower))
+            .or_else(|| numbers(s, i))
+            .or_else(|| punctuation(s, i))
+            .or_else(|| whitespace(s, i)),
+        Builtin::ScriptSpecific => letter(s, i)
+            .or_else(|| numbers(s, i))
+            .or_else(|| punctuation(s, i))
+            .or_else(|| whitespace(s, i)),
+    };
+    // Every character starts some alternative; the fallback only guards against a gap.
+    end.unwrap_or_else(|| next_char(s, i).map_or(s.len(), |(_, n)| n))
+}
+
+/// Call `emit` with every piece of `s`, in order.
+pub fn for_each_piece<'a>(pattern: Builtin, s: &'a str, mut emit: impl FnMut(&'a str)) {
+    let mut i = 0;
+    while i < s.len() {
+        let e = next_piece(pattern, s, i);
+        emit(&s[i..e]);
+        i = e;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pieces(p: Builtin, s: &str) -> Vec<&str> {
+        let mut v = Vec::new();
+        for_each_piece(p, s, |x| v.push(x));
+        v
+    }
+
+    #[test]
+    fn gpt4o_examples() {
+        let g = Builtin::Gpt4o;
+        assert_eq!(pieces(g, "Hello world!"), ["Hello", " world", "!"]);
+        assert_eq!(pieces(g, "I'm 12345 ok\r\n\r\n  go"),
+                   ["I'm", " ", "123", "45", " ok", "\r\n\r\n", " ", " go"]);
+        assert_eq!(pieces(g, "HTTPServer isn't"), ["HTTPServer", " isn't"]);
+        assert_eq!(pieces(g, "camelCase  "), ["camel", "Case", "  "]);
+        assert_eq!(pieces(g, "x  \n y"), ["x", "  \n", " y"]);
+        assert_eq!(pieces(g, "...\n//x"), ["...\n//", "x"]);
+        assert_eq!(pieces(g, "ABC"), ["ABC"]);
+        assert_eq!(pieces(g, "he'LL"), ["he'LL"]);
+    }
+
+    #[test]
+    fn script_specific_examples() {
+        let s = Builtin::ScriptSpecific;
+        assert_eq!(pieces(s, " 你好"), [" 你", "好"]);
+        assert_eq!(pieces(s, "ที่นี่"), ["ที่", "นี่"]);
+        assert_eq!(pieces(s, "12 3"), ["12", " ", "3"]);
+    }
+}
