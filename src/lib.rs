@@ -10,8 +10,12 @@
 //! PyO3 lives only in `src/py/`, behind the `python` feature that maturin turns on, so
 //! `cargo test` exercises the algorithms without a Python interpreter.
 
+pub mod count;
+pub mod encode;
 pub mod error;
+pub mod input;
 pub mod model;
+pub mod pipeline;
 pub mod pretokenize;
 pub mod scripts;
 pub mod train;

@@ -11,93 +11,104 @@ import superword
 DOCS = ["the cat sat on the mat", "the dog sat on the log"] * 5
 
 
-@pytest.fixture(scope="module")
-def tok():
-    return superword.train(DOCS, 300, "boundless")
+@pytest.fixture(params=["reference", "rust"])
+def backend(request):
+    """Every check runs on both backends: they must reject the same input the same way."""
+    return request.param
 
 
-def test_vocab_size_below_the_byte_tokens():
+@pytest.fixture
+def tok(backend):
+    return superword.train(DOCS, 300, "boundless", backend=backend)
+
+
+def test_vocab_size_below_the_byte_tokens(backend):
     with pytest.raises(ValueError, match="vocab_size must be at least 243"):
-        superword.train(DOCS, 242)
+        superword.train(DOCS, 242, backend=backend)
     with pytest.raises(TypeError, match="vocab_size must be an int"):
-        superword.train(DOCS, 300.0)
+        superword.train(DOCS, 300.0, backend=backend)
 
 
-def test_unknown_algorithm():
+def test_unknown_algorithm(backend):
     with pytest.raises(ValueError, match="algorithm must be 'bpe', 'boundless' or 'superbpe'"):
-        superword.train(DOCS, 300, algorithm="wordpiece")
+        superword.train(DOCS, 300, algorithm="wordpiece", backend=backend)
 
 
-def test_superbpe_needs_a_sensible_number_of_supermerges():
+def test_superbpe_needs_a_sensible_number_of_supermerges(backend):
     with pytest.raises(ValueError, match="needs supermerges"):
-        superword.train(DOCS, 300, algorithm="superbpe")
+        superword.train(DOCS, 300, algorithm="superbpe", backend=backend)
     with pytest.raises(ValueError, match="supermerges must be between 1 and"):
-        superword.train(DOCS, 300, algorithm="superbpe", supermerges=300 - 243)
+        superword.train(DOCS, 300, algorithm="superbpe", supermerges=300 - 243, backend=backend)
     with pytest.raises(ValueError, match="supermerges must be between 1 and"):
-        superword.train(DOCS, 300, algorithm="superbpe", supermerges=0)
+        superword.train(DOCS, 300, algorithm="superbpe", supermerges=0, backend=backend)
     with pytest.raises(ValueError, match="only for algorithm='superbpe'"):
-        superword.train(DOCS, 300, algorithm="boundless", supermerges=5)
+        superword.train(DOCS, 300, algorithm="boundless", supermerges=5, backend=backend)
 
 
-def test_rust_backend_is_not_silently_replaced():
-    with pytest.raises(NotImplementedError, match="backend='rust'"):
-        superword.train(DOCS, 300, backend="rust")
+def test_a_missing_core_is_reported_not_replaced(monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "superword._core", None)  # import now fails
+    with pytest.raises(ImportError, match=r"compiled Rust core \(superword\._core\) is not available"):
+        superword.train(DOCS, 300)
+    with pytest.raises(ImportError, match="backend='reference'"):
+        superword.Tokenizer.load("any.model")
+    assert superword.train(DOCS, 300, backend="reference").backend == "reference"
     with pytest.raises(ValueError, match="backend must be one of"):
         superword.train(DOCS, 300, backend="c++")
 
 
-def test_empty_corpus(tmp_path):
+def test_empty_corpus(tmp_path, backend):
     with pytest.raises(ValueError, match="corpus is empty"):
-        superword.train([], 300)
+        superword.train([], 300, backend=backend)
     with pytest.raises(ValueError, match="corpus is empty"):
-        superword.train(["", ""], 300)
+        superword.train(["", ""], 300, backend=backend)
     empty = tmp_path / "empty.txt"
     empty.write_text("")
     with pytest.raises(ValueError, match="corpus is empty"):
-        superword.train(empty, 300)
+        superword.train(empty, 300, backend=backend)
 
 
-def test_missing_file(tmp_path):
+def test_missing_file(tmp_path, backend):
     with pytest.raises(FileNotFoundError, match="nope.txt"):
-        superword.train(tmp_path / "nope.txt", 300)
+        superword.train(tmp_path / "nope.txt", 300, backend=backend)
     with pytest.raises(FileNotFoundError, match="missing.jsonl"):
-        superword.train([str(tmp_path / "missing.jsonl")], 300)
+        superword.train([str(tmp_path / "missing.jsonl")], 300, backend=backend)
 
 
-def test_bad_jsonl_lines_are_named(tmp_path):
+def test_bad_jsonl_lines_are_named(tmp_path, backend):
     path = tmp_path / "docs.jsonl"
     path.write_text('{"text": "fine"}\n{"text": "also fine"}\nnot json\n')
     with pytest.raises(ValueError, match=r"docs\.jsonl, line 3: not valid JSON"):
-        superword.train(path, 300)
+        superword.train(path, 300, backend=backend)
     path.write_text('{"text": "fine"}\n{"body": "no text"}\n')
     with pytest.raises(ValueError, match=r"docs\.jsonl, line 2: the record has no 'text' field"):
-        superword.train(path, 300)
+        superword.train(path, 300, backend=backend)
     path.write_text('{"text": 12}\n')
     with pytest.raises(ValueError, match=r"line 1: field 'text' is int"):
-        superword.train(path, 300)
+        superword.train(path, 300, backend=backend)
 
 
-def test_invalid_utf8_is_named_not_replaced(tmp_path):
+def test_invalid_utf8_is_named_not_replaced(tmp_path, backend):
     path = tmp_path / "bad.txt"
     path.write_bytes(b"good line\nanother\nbad \xff byte\n")
     with pytest.raises(ValueError, match=r"bad\.txt, line 3: invalid UTF-8 \(byte 0xff"):
-        superword.train(path, 300)
+        superword.train(path, 300, backend=backend)
     gz = tmp_path / "bad.txt.gz"
     gz.write_bytes(gzip.compress(b"ok\n\xc3(\n"))
     with pytest.raises(ValueError, match=r"bad\.txt\.gz, line 2: invalid UTF-8"):
-        superword.train(gz, 300)
+        superword.train(gz, 300, backend=backend)
 
 
-def test_corrupt_gzip_is_named(tmp_path):
+def test_corrupt_gzip_is_named(tmp_path, backend):
     path = tmp_path / "docs.txt.gz"
     path.write_bytes(gzip.compress(b"hello world\n" * 1000)[:-30])
     with pytest.raises(ValueError, match=r"docs\.txt\.gz: corrupt or truncated gzip"):
-        superword.train(path, 300)
+        superword.train(path, 300, backend=backend)
 
 
-def test_documents_must_be_strings():
+def test_documents_must_be_strings(backend):
     with pytest.raises(TypeError, match="document 1 of inputs is bytes"):
-        superword.train(iter(["ok", b"bytes"]), 300)
+        superword.train(iter(["ok", b"bytes"]), 300, backend=backend)
 
 
 def test_decode_rejects_ids_out_of_range(tok):
@@ -109,8 +120,8 @@ def test_decode_rejects_ids_out_of_range(tok):
         tok.decode(["a"])
 
 
-def test_special_tokens():
-    tok = superword.train(DOCS, 300, "boundless")
+def test_special_tokens(backend):
+    tok = superword.train(DOCS, 300, "boundless", backend=backend)
     size = tok.vocab_size
     tok.register_special_tokens(["<|end|>"])
     end = tok.special_tokens["<|end|>"]
@@ -135,40 +146,38 @@ def test_lone_surrogates_are_rejected(tok):
         tok.encode("a\ud800b")
 
 
-def test_model_file_errors_name_the_line(tmp_path, tok):
+def test_model_file_errors_name_the_line(tmp_path, tok, backend):
     good = tmp_path / "good.model"
     tok.save(good)
     lines = good.read_text(encoding="utf-8").split("\n")
     cut = tmp_path / "cut.model"
     cut.write_text("\n".join(lines[:100]), encoding="utf-8")
     with pytest.raises(ValueError, match=r"cut\.model, line 100: file ends in the middle"):
-        superword.Tokenizer.load(cut)
+        superword.Tokenizer.load(cut, backend=backend)
     cut.write_text("\n".join(lines[:100]) + "\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"cut\.model, line 101: file ends early"):
-        superword.Tokenizer.load(cut)
+        superword.Tokenizer.load(cut, backend=backend)
     broken = list(lines)
     broken[10] = "7 ! notacount 0"
     bad = tmp_path / "bad.model"
     bad.write_text("\n".join(broken), encoding="utf-8")
     with pytest.raises(ValueError, match=r"bad\.model, line 11: bad vocabulary entry"):
-        superword.Tokenizer.load(bad)
+        superword.Tokenizer.load(bad, backend=backend)
     bad.write_text("hello\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"line 1: not a BoundlessBPE v2 model"):
-        superword.Tokenizer.load(bad)
+        superword.Tokenizer.load(bad, backend=backend)
     with pytest.raises(FileNotFoundError):
-        superword.Tokenizer.load(tmp_path / "absent.model")
+        superword.Tokenizer.load(tmp_path / "absent.model", backend=backend)
 
 
-def test_save_is_atomic(tmp_path, tok, monkeypatch):
-    """A failure while writing leaves the previous file untouched and no temporary file."""
-    path = tmp_path / "tok.model"
-    path.write_text("previous contents")
-    from superword.reference import model as model_module
-
-    def fail(*args, **kwargs):
-        raise OSError("disk full")
-    monkeypatch.setattr(model_module.os, "replace", fail)
-    with pytest.raises(OSError, match="disk full"):
-        tok.save(path)
-    assert path.read_text() == "previous contents"
-    assert [p.name for p in tmp_path.iterdir()] == ["tok.model"]
+def test_save_is_atomic(tmp_path, tok):
+    """A failed save leaves what was there untouched and no temporary file behind."""
+    target = tmp_path / "tok.model"
+    target.mkdir()  # renaming a file over a folder fails
+    (target / "keep.txt").write_text("previous contents")
+    with pytest.raises(OSError):
+        tok.save(target)
+    assert (target / "keep.txt").read_text() == "previous contents"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tok.model"]
+    tok.save(tmp_path / "ok.model")
+    assert superword.Tokenizer.load(tmp_path / "ok.model").vocab_size == tok.vocab_size

@@ -32,11 +32,15 @@ def golden_ids(folder, name):
         return [json.loads(line) for line in f]
 
 
+BACKENDS = ["reference", "rust"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("name", MODELS)
 @pytest.mark.parametrize("folder,corpus,vocab,aware,m", FOLDERS)
-def test_trained_model_is_byte_identical(tmp_path, folder, corpus, vocab, aware, m, name):
+def test_trained_model_is_byte_identical(tmp_path, folder, corpus, vocab, aware, m, name, backend):
     expected = need(GOLDEN / folder / f"{name}.model").read_bytes()
-    tok = train_like_golden(folder, corpus, vocab, aware, m, name, "reference")
+    tok = train_like_golden(folder, corpus, vocab, aware, m, name, backend)
     out = tmp_path / "out.model"
     tok.save(out)
     assert out.read_bytes() == expected
@@ -44,12 +48,13 @@ def test_trained_model_is_byte_identical(tmp_path, folder, corpus, vocab, aware,
     assert [tok.encode_ordinary(t) for t in texts] == golden_ids(folder, name)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("name", MODELS)
 @pytest.mark.parametrize("folder,corpus,vocab,aware,m", FOLDERS)
 def test_golden_model_loads_encodes_and_saves_identically(tmp_path, folder, corpus, vocab, aware,
-                                                          m, name):
+                                                          m, name, backend):
     path = need(GOLDEN / folder / f"{name}.model")
-    tok = superword.Tokenizer.load(path, backend="reference")
+    tok = superword.Tokenizer.load(path, backend=backend)
     texts = read_jsonl_texts(need(GOLDEN / corpus))
     ids = [tok.encode_ordinary(t) for t in texts]
     assert ids == golden_ids(folder, name)

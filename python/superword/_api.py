@@ -1,7 +1,8 @@
 """The public API: :func:`train` and :class:`Tokenizer`.
 
 Python decides argument policy and error messages here; the work is done by a backend:
-``"reference"`` (pure Python, :mod:`superword.reference`) or ``"rust"`` (the compiled core).
+``"rust"`` (the compiled core ``superword._core``, the default) or ``"reference"`` (pure
+Python, :mod:`superword.reference`).  Both produce byte-identical models and identical ids.
 """
 from __future__ import annotations
 
@@ -9,27 +10,37 @@ import os
 from typing import AbstractSet, Any, Callable, Iterable, Iterator, Literal
 
 from . import _inputs
-from .reference import encode as _ref_encode
-from .reference import model as _model
+from ._reference_core import ReferenceCore
 from .reference import pretokenize as _pretok
 from .reference import train as _ref_train
 
-Backend = Literal["reference", "rust"]
-BACKENDS = ("reference", "rust")
-DEFAULT_BACKEND: Backend = "reference"
+BACKENDS = ("rust", "reference")
+DEFAULT_BACKEND = "rust"
 MIN_VOCAB_SIZE = 243
+
+Progress = Callable[[str, int, int], None]
+
+
+def _core_module():
+    """The compiled core.  Never replaced silently by the reference: if it is missing, say so."""
+    try:
+        from . import _core
+    except ImportError as exc:
+        raise ImportError(
+            "superword's compiled Rust core (superword._core) is not available: "
+            f"{exc}. Install superword with `pip install .` (it builds the core with maturin), "
+            "or pass backend='reference' to use the pure-Python implementation explicitly."
+        ) from exc
+    return _core
 
 
 def _resolve_backend(backend: str | None) -> str:
     if backend is None:
-        return DEFAULT_BACKEND
+        backend = DEFAULT_BACKEND
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(map(repr, BACKENDS))}, got {backend!r}")
     if backend == "rust":
-        # Never fall back silently: the reference is an explicit choice.
-        raise NotImplementedError(
-            "backend='rust' is not available in this version of superword yet; "
-            "pass backend='reference' (the pure-Python implementation)")
+        _core_module()
     return backend
 
 
@@ -42,8 +53,9 @@ def _check_int(name: str, value: object) -> int:
 def train(inputs: Any, vocab_size: int = 32768, algorithm: str = "boundless",
           supermerges: int | None = None, script_aware: bool = True,
           scripts: Iterable[str] | None = None, greedy_split: bool = False,
-          text_field: str = "text", backend: str | None = None,
-          progress: Callable[[str, int, int], None] | None = None) -> "Tokenizer":
+          text_field: str = "text", backend: str | None = None, *,
+          threads: int | None = None, pattern: str | None = None,
+          script_pattern: str | None = None, progress: Progress | None = None) -> "Tokenizer":
     """Train a tokenizer.
 
     ``inputs``: a path, a list of paths (``.txt``: a document per line; ``.jsonl``: a record
@@ -53,6 +65,8 @@ def train(inputs: Any, vocab_size: int = 32768, algorithm: str = "boundless",
     with exactly ``supermerges`` of the ``vocab_size`` tokens being superwords).
     ``script_aware``: cut text into single-script runs and split ``scripts`` (default: Han,
     Hiragana, Katakana, Khmer, Lao, Myanmar, Thai) into one letter per pretoken.
+    ``pattern`` / ``script_pattern`` replace the GPT-4o patterns.  ``threads``: worker
+    threads of the Rust backend (default: all cores; results never depend on it).
     ``progress(stage, done, total)`` is called as training advances.
 
     >>> tok = train(["the cat sat on the mat"] * 5, vocab_size=256, algorithm="bpe")
@@ -87,18 +101,39 @@ def train(inputs: Any, vocab_size: int = 32768, algorithm: str = "boundless",
         if isinstance(scripts, str):
             raise TypeError("scripts must be a list of script names, e.g. ['Han', 'Thai']")
         scripts = list(scripts)
+    if threads is not None:
+        threads = _check_int("threads", threads)
+        if threads < 1:
+            raise ValueError(f"threads must be at least 1 (or None for all cores), got {threads}")
+    if script_pattern is not None and not script_aware:
+        raise ValueError("script_pattern only applies with script_aware=True")
     backend = _resolve_backend(backend)
 
+    main = _pretok.GPT4O if pattern is None else pattern
+    if script_aware:
+        script = _pretok.SCRIPT_SPECIFIC_GPT4O if script_pattern is None else script_pattern
+        names = sorted(set(scripts if scripts is not None else _pretok.DEFAULT_SCRIPTS))
+    else:
+        script, names = None, None
+    _pretok.Pretokenizer(main, script, names)  # one place for pattern and script checks
+
+    paths, documents = _inputs.resolve_inputs(inputs)
+    if backend == "rust":
+        core = _core_module()
+        options = dict(vocab_size=vocab_size, algorithm=algorithm, supermerges=supermerges,
+                       pattern=main, script_pattern=script, scripts=names,
+                       greedy_split=greedy_split, threads=threads, progress=progress)
+        if paths is not None:
+            impl = core.train_files(paths, text_field=text_field, **options)
+        else:
+            impl = core.train_iter(_inputs.iter_documents(documents, text_field), **options)
+        return Tokenizer(impl, backend)
     stats: dict[str, float] = {}
-    documents = _inputs.iter_documents(inputs, text_field)
     model = _ref_train.train(
-        documents, vocab_size, algorithm, supermerges,
-        script_pattern=_pretok.SCRIPT_SPECIFIC_GPT4O if script_aware else None,
-        scripts=(scripts if scripts is not None else _pretok.DEFAULT_SCRIPTS) if script_aware else None,
-        greedy_split=greedy_split, progress=progress, stats=stats)
-    tok = Tokenizer(model, backend=backend)  # greedy split at inference iff trained with it
-    tok.training_stats = stats
-    return tok
+        _inputs.iter_documents(inputs, text_field), vocab_size, algorithm, supermerges,
+        pattern=main, script_pattern=script, scripts=names, greedy_split=greedy_split,
+        progress=progress, stats=stats)
+    return Tokenizer(ReferenceCore(model, training_stats=stats), backend)
 
 
 AllowedSpecial = Literal["all", "none", "none_raise"] | AbstractSet[str]
@@ -111,15 +146,9 @@ class Tokenizer:
     "BoundlessBPE v2" format of the paper's implementation.
     """
 
-    def __init__(self, model: _model.Model, backend: str | None = None,
-                 greedy_split: bool | None = None):
-        self.backend = _resolve_backend(backend)
-        self._model = model
-        if greedy_split is None:  # default: split runs like training did, if it did
-            greedy_split = model.ngrams is not None
-        self._encoder = _ref_encode.Encoder(model, greedy_split=greedy_split)
-        #: seconds per training stage, when made by :func:`train`
-        self.training_stats: dict[str, float] = {}
+    def __init__(self, impl: Any, backend: str):
+        self._impl = impl
+        self.backend = backend
 
     # -- files -----------------------------------------------------------------------------
 
@@ -131,46 +160,59 @@ class Tokenizer:
         ``greedy_split``: cut runs of pretokens into the model's frequent n-grams before
         supermerges (SPEC 3.1).  The default does so exactly when the model was trained with
         ``greedy_split=True`` (it then stores its n-gram table)."""
-        return cls(_model.read_model(path), backend=backend, greedy_split=greedy_split)
+        backend = _resolve_backend(backend)
+        path = os.fspath(path)
+        if backend == "rust":
+            return cls(_core_module().Tokenizer.load(path, greedy_split), backend)
+        return cls(ReferenceCore.load(path, greedy_split), backend)
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the model file atomically (a temporary file, then a rename)."""
-        _model.write_model(self._model, path)
+        self._impl.save(os.fspath(path))
 
     # -- facts -----------------------------------------------------------------------------
 
     @property
     def kind(self) -> str:
         """``"word"`` (plain BPE), ``"boundless"`` or ``"superbpe"``."""
-        return self._model.kind
+        return self._impl.kind
 
     @property
     def vocab_size(self) -> int:
         """Number of ids: regular and superword tokens plus special tokens."""
-        return len(self._model.vocab) + len(self._model.special_tokens)
+        return self._impl.vocab_size
 
     @property
     def special_tokens(self) -> dict[str, int]:
-        return dict(self._model.special_tokens)
+        return dict(self._impl.special_tokens)
 
     @property
     def num_supermerges(self) -> int:
-        return len(self._model.supermerges)
+        return self._impl.num_supermerges
+
+    @property
+    def training_stats(self) -> dict[str, float]:
+        """Seconds spent per training stage (``pretokenize_count``, ``phase1``,
+        ``candidates``, ``phase2``), when made by :func:`train`."""
+        return dict(self._impl.training_stats)
 
     def token_bytes(self, token_id: int) -> bytes:
-        return self._encoder.decode_bytes([token_id])
+        return self._impl.token_bytes(_check_int("token id", token_id))
 
     def is_superword(self, token_id: int) -> bool:
-        _check_id(token_id, len(self._model.vocab))
-        return self._model.is_super[token_id]
+        return self._impl.is_superword(_check_int("token id", token_id))
 
     def __iter__(self) -> Iterator[tuple[int, bytes, bool]]:
         """(id, bytes, is_superword) for every regular and superword token."""
-        return iter(zip(range(len(self._model.vocab)), self._model.vocab, self._model.is_super))
+        return iter(self._impl.vocab_items())
 
     def __repr__(self) -> str:
         return (f"<superword.Tokenizer {self.kind}: {self.vocab_size} ids, "
                 f"{self.num_supermerges} supermerges, backend={self.backend!r}>")
+
+    def model_text(self) -> str:
+        """The model file's text (what :meth:`save` writes)."""
+        return self._impl.dumps()
 
     # -- special tokens ------------------------------------------------------------------------
 
@@ -179,7 +221,7 @@ class Tokenizer:
         if isinstance(tokens, str):
             raise TypeError("register_special_tokens takes a list of strings, not one string")
         tokens = list(tokens)
-        special = self._model.special_tokens
+        special = self._impl.special_tokens
         for i, t in enumerate(tokens):
             if not isinstance(t, str):
                 raise TypeError(f"special token {i} is {type(t).__name__}, not str")
@@ -189,27 +231,25 @@ class Tokenizer:
                 raise ValueError(f"special token {t!r} contains a line break")
             if t in special or tokens.index(t) != i:
                 raise ValueError(f"special token {t!r} is already registered")
-        for t in tokens:
-            special[t] = self.vocab_size
-        self._encoder.special_tokens = dict(special)
-        return dict(special)
+        self._impl.register_special_tokens(tokens)
+        return self.special_tokens
 
     # -- encoding --------------------------------------------------------------------------------
 
     def encode_ordinary(self, text: str) -> list[int]:
         """Encode ``text``, treating special-token strings as ordinary text."""
-        return self._encoder.encode_ordinary(_check_text(text))
+        return self._impl.encode_ordinary(_check_text(text))
 
     def encode(self, text: str, allowed_special: AllowedSpecial = "none_raise") -> list[int]:
         """Encode ``text``.  ``allowed_special``: ``"all"``, ``"none"`` (specials are ordinary
         text), ``"none_raise"`` (raise if one occurs; the default) or a set of specials."""
         text = _check_text(text)
-        special = self._model.special_tokens
+        special = self._impl.special_tokens
         if isinstance(allowed_special, str):
             if allowed_special == "all":
-                allowed: AbstractSet[str] = special.keys()
+                allowed: list[str] = list(special)
             elif allowed_special == "none":
-                allowed = frozenset()
+                allowed = []
             elif allowed_special == "none_raise":
                 for s in sorted(special, key=len, reverse=True):
                     if s in text:
@@ -217,7 +257,7 @@ class Tokenizer:
                             f"text contains the special token {s!r} at index {text.index(s)}; "
                             f"pass allowed_special='all' (or a set) to encode it as a special "
                             f"token, or 'none' to encode it as text")
-                allowed = frozenset()
+                allowed = []
             else:
                 raise ValueError(f"allowed_special must be 'all', 'none', 'none_raise' or a set "
                                  f"of special tokens, got {allowed_special!r}")
@@ -225,23 +265,29 @@ class Tokenizer:
             unknown = [s for s in allowed_special if s not in special]
             if unknown:
                 raise ValueError(f"allowed_special names tokens that are not registered: {unknown}")
-            allowed = allowed_special
+            allowed = sorted(allowed_special)
         else:
             raise TypeError(f"allowed_special must be 'all', 'none', 'none_raise' or a set, "
                             f"not {type(allowed_special).__name__}")
-        return self._encoder.encode(text, allowed)
+        return self._impl.encode(text, allowed)
 
     def encode_to_tokens(self, text: str) -> list[bytes]:
         """The token bytes of ``text`` (no special tokens), to show how it was split."""
-        return self._encoder.encode_tokens(_check_text(text))
+        return self._impl.encode_to_tokens(_check_text(text))
 
     def decode_bytes(self, ids: Iterable[int]) -> bytes:
         """Concatenated token bytes, lossless."""
-        return self._encoder.decode_bytes(ids)
+        ids = list(ids)
+        for position, i in enumerate(ids):
+            if isinstance(i, bool) or not isinstance(i, int):
+                raise TypeError(f"token id at position {position} is {type(i).__name__}, not int")
+            if not -2**63 <= i < 2**63:
+                raise ValueError(f"token id {i} at position {position} is out of range")
+        return self._impl.decode_bytes(ids)
 
     def decode(self, ids: Iterable[int]) -> str:
         """Decoded text; invalid UTF-8 (from a partial sequence of ids) becomes U+FFFD."""
-        return self._encoder.decode(ids)
+        return self.decode_bytes(ids).decode("utf-8", errors="replace")
 
 
 def _check_text(text: object) -> str:
@@ -253,11 +299,3 @@ def _check_text(text: object) -> str:
         raise ValueError(f"text contains a lone surrogate U+{ord(text[exc.start]):04X} at index "
                          f"{exc.start}; it cannot be encoded as UTF-8") from None
     return text
-
-
-def _check_id(token_id: object, size: int) -> int:
-    if isinstance(token_id, bool) or not isinstance(token_id, int):
-        raise TypeError(f"token id must be an int, not {type(token_id).__name__}")
-    if not 0 <= token_id < size:
-        raise ValueError(f"token id {token_id} is out of range 0..{size - 1}")
-    return token_id

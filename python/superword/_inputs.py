@@ -118,6 +118,11 @@ def read_file(path: str, text_field: str = "text") -> Iterator[str]:
         if not isinstance(text, str):
             raise ValueError(f"{path}, line {number}: field {text_field!r} is "
                              f"{type(text).__name__}, not a string")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(f"{path}, line {number}: the record holds a lone surrogate escape "
+                             f"(\\ud800-\\udfff); it cannot be encoded as UTF-8") from None
         yield text
 
 

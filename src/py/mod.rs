@@ -1,9 +1,409 @@
-//! The Python seam: everything PyO3 lives here.
-//!
-//! For now the extension only reports its version and the script table it was built with;
-//! training and encoding arrive with the Rust-core issue.
+//! The Python seam: everything PyO3 lives here.  Thin wrappers that convert arguments, release
+//! the GIL for all Rust work, and turn the core's errors (and panics) into Python exceptions.
 
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use pyo3::exceptions::{PyFileNotFoundError, PyKeyboardInterrupt, PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyIterator};
+
+use crate::count::Counter;
+use crate::encode::Encoder;
+use crate::error::Error;
+use crate::model::{v2, Model, Settings};
+use crate::pipeline::{self, Algorithm, Config};
+use crate::pretokenize::Pretokenizer;
+use crate::train::Control;
+
+// ------------------------------------------------------------------------------------------
+// errors
+
+fn to_py(e: Error) -> PyErr {
+    match e {
+        Error::Value(m) => PyValueError::new_err(m),
+        Error::NotFound(m) => PyFileNotFoundError::new_err(m),
+        Error::Io(m) => PyOSError::new_err(m),
+        Error::Interrupted => PyKeyboardInterrupt::new_err("training interrupted"),
+    }
+}
+
+/// Run `f` and turn a panic into a Python `RuntimeError` instead of aborting the interpreter.
+fn guard<T>(f: impl FnOnce() -> Result<T, Error>) -> PyResult<T> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r.map_err(to_py),
+        Err(panic) => {
+            let msg = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "unknown panic".into());
+            Err(PyRuntimeError::new_err(format!("internal error in superword's Rust core (please report it): {msg}")))
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// progress and Ctrl-C
+
+/// Reports progress to an optional Python callable and checks for Ctrl-C, at most every 100 ms.
+struct PyControl {
+    callback: Option<Py<PyAny>>,
+    last: Mutex<Option<Instant>>,
+    /// an exception raised by the callback or by a signal handler, re-raised at the seam
+    error: Mutex<Option<PyErr>>,
+}
+
+impl PyControl {
+    fn new(callback: Option<Py<PyAny>>) -> PyControl {
+        PyControl { callback, last: Mutex::new(None), error: Mutex::new(None) }
+    }
+
+    fn finish<T>(&self, r: PyResult<T>) -> PyResult<T> {
+        match self.error.lock().unwrap().take() {
+            Some(e) => Err(e),
+            None => r,
+        }
+    }
+}
+
+impl Control for PyControl {
+    fn progress(&self, stage: &str, done: u64, total: u64) -> Result<(), Error> {
+        {
+            let mut last = self.last.lock().unwrap();
+            let now = Instant::now();
+            if let Some(t) = *last {
+                if now.duration_since(t) < Duration::from_millis(100) && !(total > 0 && done >= total) {
+                    return Ok(());
+                }
+            }
+            *last = Some(now);
+        }
+        Python::attach(|py| {
+            let result = py.check_signals().and_then(|_| match &self.callback {
+                Some(cb) => cb.call1(py, (stage, done, total)).map(|_| ()),
+                None => Ok(()),
+            });
+            result.map_err(|e| {
+                *self.error.lock().unwrap() = Some(e);
+                Error::Interrupted
+            })
+        })
+    }
+}
+
+fn pool(threads: Option<usize>) -> PyResult<rayon::ThreadPool> {
+    let n = match threads {
+        Some(0) => return Err(PyValueError::new_err("threads must be at least 1 (or None for all cores)")),
+        Some(n) => n,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(n)
+        .build()
+        .map_err(|e| PyRuntimeError::new_err(format!("cannot start {n} threads: {e}")))
+}
+
+// ------------------------------------------------------------------------------------------
+// training
+
+#[allow(clippy::too_many_arguments)]
+fn config(
+    vocab_size: usize,
+    algorithm: &str,
+    supermerges: Option<usize>,
+    pattern: &str,
+    script_pattern: Option<String>,
+    scripts: Option<Vec<String>>,
+    greedy_split: bool,
+) -> PyResult<(Config, Pretokenizer)> {
+    let algorithm = match (algorithm, supermerges) {
+        ("bpe", _) => Algorithm::Bpe,
+        ("boundless", _) => Algorithm::Boundless,
+        ("superbpe", Some(n)) => Algorithm::SuperBpe(n),
+        _ => return Err(PyValueError::new_err(format!("unknown algorithm {algorithm:?}"))),
+    };
+    let pre = Pretokenizer::new(pattern, script_pattern.as_deref(), scripts.as_deref()).map_err(to_py)?;
+    let settings = Settings {
+        main_regex: pattern.to_string(),
+        script_specific_regex: script_pattern,
+        script_specific_scripts: pre.scripts.clone(),
+        merge_pattern: crate::pretokenize::MERGE_PATTERN.to_string(),
+        tau: 1.1,
+        blowup: false,
+    };
+    Ok((Config { vocab_size, algorithm, settings, greedy_split }, pre))
+}
+
+const BATCH_BYTES: usize = 32 << 20;
+
+/// Train on files (`.txt`, `.jsonl`, optionally `.gz`) read by the Rust core.
+#[pyfunction]
+#[pyo3(signature = (paths, *, text_field, vocab_size, algorithm, supermerges, pattern, script_pattern, scripts, greedy_split, threads, progress))]
+#[allow(clippy::too_many_arguments)]
+fn train_files(
+    py: Python<'_>,
+    paths: Vec<String>,
+    text_field: String,
+    vocab_size: usize,
+    algorithm: &str,
+    supermerges: Option<usize>,
+    pattern: &str,
+    script_pattern: Option<String>,
+    scripts: Option<Vec<String>>,
+    greedy_split: bool,
+    threads: Option<usize>,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<PyTokenizer> {
+    let (cfg, pre) = config(vocab_size, algorithm, supermerges, pattern, script_pattern, scripts, greedy_split)?;
+    let pool = pool(threads)?;
+    let control = PyControl::new(progress);
+    let result = py.detach(|| {
+        guard(|| {
+            pool.install(|| {
+                let clock = Instant::now();
+                let mut counter = Counter::new(&pre, cfg.algorithm != Algorithm::Bpe);
+                crate::input::for_each_batch(&paths, &text_field, BATCH_BYTES, |docs| {
+                    counter.add_batch(docs)?;
+                    control.progress("count", counter.documents(), 0)
+                })?;
+                let n = counter.documents();
+                control.progress("count", n, n)?;
+                let mut stats = vec![("pretokenize_count", clock.elapsed().as_secs_f64())];
+                let model = pipeline::train(counter.finish(), &cfg, &control, &mut stats)?;
+                Ok((model, stats))
+            })
+        })
+    });
+    let (model, stats) = control.finish(result)?;
+    PyTokenizer::from_model(py, model, None, stats)
+}
+
+/// Train on a Python iterator of `str` documents, read in batches.
+#[pyfunction]
+#[pyo3(signature = (documents, *, vocab_size, algorithm, supermerges, pattern, script_pattern, scripts, greedy_split, threads, progress))]
+#[allow(clippy::too_many_arguments)]
+fn train_iter(
+    py: Python<'_>,
+    documents: Bound<'_, PyAny>,
+    vocab_size: usize,
+    algorithm: &str,
+    supermerges: Option<usize>,
+    pattern: &str,
+    script_pattern: Option<String>,
+    scripts: Option<Vec<String>>,
+    greedy_split: bool,
+    threads: Option<usize>,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<PyTokenizer> {
+    let (cfg, pre) = config(vocab_size, algorithm, supermerges, pattern, script_pattern, scripts, greedy_split)?;
+    let pool = pool(threads)?;
+    let control = PyControl::new(progress);
+    let clock = Instant::now();
+    let mut counter = Counter::new(&pre, cfg.algorithm != Algorithm::Bpe);
+    let iter = PyIterator::from_object(&documents)?;
+    let mut batch: Vec<String> = Vec::new();
+    let mut bytes = 0usize;
+    let flush = |batch: &mut Vec<String>, counter: &mut Counter| -> PyResult<()> {
+        let r = py.detach(|| {
+            guard(|| {
+                let docs: Vec<&str> = batch.iter().map(String::as_str).collect();
+                pool.install(|| counter.add_batch(&docs))?;
+                control.progress("count", counter.documents(), 0)
+            })
+        });
+        batch.clear();
+        control.finish(r)
+    };
+    for item in iter {
+        let item = item?;
+        batch.push(item.extract::<String>()?);
+        bytes += batch.last().map_or(0, |s| s.len());
+        if bytes >= BATCH_BYTES / 4 {
+            flush(&mut batch, &mut counter)?;
+            bytes = 0;
+        }
+    }
+    flush(&mut batch, &mut counter)?;
+    let result = py.detach(|| {
+        guard(|| {
+            pool.install(|| {
+                let n = counter.documents();
+                control.progress("count", n, n)?;
+                let mut stats = vec![("pretokenize_count", clock.elapsed().as_secs_f64())];
+                let model = pipeline::train(counter.finish(), &cfg, &control, &mut stats)?;
+                Ok((model, stats))
+            })
+        })
+    });
+    let (model, stats) = control.finish(result)?;
+    PyTokenizer::from_model(py, model, None, stats)
+}
+
+// ------------------------------------------------------------------------------------------
+// the tokenizer
+
+/// A trained or loaded model with its encoder.
+#[pyclass(name = "Tokenizer", module = "superword._core")]
+pub struct PyTokenizer {
+    model: Model,
+    encoder: Encoder,
+    stats: Vec<(&'static str, f64)>,
+}
+
+impl PyTokenizer {
+    fn from_model(py: Python<'_>, model: Model, greedy_split: Option<bool>, stats: Vec<(&'static str, f64)>) -> PyResult<Self> {
+        let greedy = greedy_split.unwrap_or(model.ngrams.is_some());
+        let encoder = py.detach(|| guard(|| Encoder::new(&model, greedy)))?;
+        Ok(PyTokenizer { model, encoder, stats })
+    }
+
+    fn check_id(&self, id: i64) -> PyResult<usize> {
+        if id < 0 || id as usize >= self.model.vocab.len() {
+            return Err(PyValueError::new_err(format!("token id {id} is out of range 0..{}", self.model.vocab.len() as i64 - 1)));
+        }
+        Ok(id as usize)
+    }
+}
+
+#[pymethods]
+impl PyTokenizer {
+    /// Load a "BoundlessBPE v2" model file.
+    #[staticmethod]
+    #[pyo3(signature = (path, greedy_split=None))]
+    fn load(py: Python<'_>, path: String, greedy_split: Option<bool>) -> PyResult<Self> {
+        let model = py.detach(|| guard(|| v2::read(&path)))?;
+        PyTokenizer::from_model(py, model, greedy_split, Vec::new())
+    }
+
+    /// Write the model file atomically.
+    fn save(&self, py: Python<'_>, path: String) -> PyResult<()> {
+        py.detach(|| guard(|| v2::write_atomic(&path, &v2::dumps(&self.model))))
+    }
+
+    /// The model file's text.
+    fn dumps(&self) -> String {
+        v2::dumps(&self.model)
+    }
+
+    #[getter]
+    fn kind(&self) -> &'static str {
+        self.model.kind.name()
+    }
+
+    #[getter]
+    fn vocab_size(&self) -> usize {
+        self.model.vocab_size()
+    }
+
+    #[getter]
+    fn num_supermerges(&self) -> usize {
+        self.model.supermerges.len()
+    }
+
+    #[getter]
+    fn num_merges(&self) -> usize {
+        self.model.merges.len()
+    }
+
+    #[getter]
+    fn special_tokens<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        for (s, id) in &self.model.special_tokens {
+            d.set_item(s, id)?;
+        }
+        Ok(d)
+    }
+
+    #[getter]
+    fn training_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        for (k, v) in &self.stats {
+            d.set_item(k, v)?;
+        }
+        Ok(d)
+    }
+
+    fn token_bytes<'py>(&self, py: Python<'py>, id: i64) -> PyResult<Bound<'py, PyBytes>> {
+        let b = self.encoder.decode_bytes(&[id]).map_err(to_py)?;
+        Ok(PyBytes::new(py, &b))
+    }
+
+    fn is_superword(&self, id: i64) -> PyResult<bool> {
+        Ok(self.model.is_super[self.check_id(id)?])
+    }
+
+    /// (id, bytes, is_superword) for every regular and superword token.
+    fn vocab_items<'py>(&self, py: Python<'py>) -> Vec<(usize, Bound<'py, PyBytes>, bool)> {
+        self.model.vocab.iter().enumerate().map(|(i, t)| (i, PyBytes::new(py, t), self.model.is_super[i])).collect()
+    }
+
+    /// Add special tokens with the next free ids (the caller validated them).
+    fn register_special_tokens(&mut self, tokens: Vec<String>) {
+        for t in tokens {
+            let id = self.model.vocab_size() as u32;
+            self.model.special_tokens.push((t, id));
+        }
+        self.encoder.special = self.model.special_tokens.clone();
+    }
+
+    fn encode_ordinary(&self, py: Python<'_>, text: &str) -> PyResult<Vec<u32>> {
+        py.detach(|| guard(|| self.encoder.encode_ordinary(text)))
+    }
+
+    fn encode(&self, py: Python<'_>, text: &str, allowed: Vec<String>) -> PyResult<Vec<u32>> {
+        py.detach(|| guard(|| self.encoder.encode(text, &allowed)))
+    }
+
+    fn encode_to_tokens<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+        let ids = py.detach(|| guard(|| self.encoder.encode_ordinary(text)))?;
+        Ok(ids.iter().map(|&i| PyBytes::new(py, &self.model.vocab[i as usize])).collect())
+    }
+
+    fn decode_bytes<'py>(&self, py: Python<'py>, ids: Vec<i64>) -> PyResult<Bound<'py, PyBytes>> {
+        let b = py.detach(|| guard(|| self.encoder.decode_bytes(&ids)))?;
+        Ok(PyBytes::new(py, &b))
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<superword._core.Tokenizer {}: {} ids>", self.model.kind.name(), self.model.vocab_size())
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// helpers for tests and tools
+
+/// The pretokens of `text` (the hand-written matchers for the built-in patterns).
+#[pyfunction]
+#[pyo3(signature = (text, pattern, script_pattern=None, scripts=None))]
+fn pretokenize(
+    py: Python<'_>,
+    text: &str,
+    pattern: &str,
+    script_pattern: Option<String>,
+    scripts: Option<Vec<String>>,
+) -> PyResult<Vec<String>> {
+    let pre = Pretokenizer::new(pattern, script_pattern.as_deref(), scripts.as_deref()).map_err(to_py)?;
+    py.detach(|| guard(|| pre.pieces(text).map(|v| v.into_iter().map(str::to_string).collect())))
+}
+
+/// The class bits (classes.txt) of every code point, as 0x110000 bytes.
+#[pyfunction]
+fn char_class_table<'py>(py: Python<'py>) -> Bound<'py, PyBytes> {
+    let table: Vec<u8> = (0..0x110000u32)
+        .map(|cp| char::from_u32(cp).map_or(0, crate::pretokenize::classes::bits))
+        .collect();
+    PyBytes::new(py, &table)
+}
+
+/// The script index of every code point (surrogates: Common), as 0x110000 bytes.
+#[pyfunction]
+fn script_table<'py>(py: Python<'py>) -> Bound<'py, PyBytes> {
+    let t = crate::scripts::ScriptTable::get();
+    let table: Vec<u8> = (0..0x110000u32).map(|cp| char::from_u32(cp).map_or(0, |c| t.script(c))).collect();
+    PyBytes::new(py, &table)
+}
 
 /// Version of the compiled core (must equal the Python package's `__version__`).
 #[pyfunction]
@@ -21,5 +421,11 @@ fn script_names() -> Vec<String> {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(script_names, m)?)?;
+    m.add_function(wrap_pyfunction!(script_table, m)?)?;
+    m.add_function(wrap_pyfunction!(char_class_table, m)?)?;
+    m.add_function(wrap_pyfunction!(pretokenize, m)?)?;
+    m.add_function(wrap_pyfunction!(train_files, m)?)?;
+    m.add_function(wrap_pyfunction!(train_iter, m)?)?;
+    m.add_class::<PyTokenizer>()?;
     Ok(())
 }

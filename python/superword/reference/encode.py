@@ -175,8 +175,6 @@ class Encoder:
         inverse = {i: s.encode("utf-8") for s, i in self.special_tokens.items()}
         out = []
         for position, i in enumerate(ids):
-            if isinstance(i, bool) or not isinstance(i, int):
-                raise TypeError(f"token id at position {position} is {type(i).__name__}, not int")
             if 0 <= i < len(vocab):
                 out.append(vocab[i])
             elif i in inverse:

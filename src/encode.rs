@@ -1,0 +1,289 @@
+//! Encoding and decoding (SPEC section 7), the same steps as `reference/encode.py`:
+//!
+//! 1. special tokens are split off first (longest match wins);
+//! 2. the rest is pre-tokenized with the model's settings;
+//! 3. a pretoken whose bytes are a *reachable* token is that token (the vocabulary shortcut);
+//!    any other starts from its bytes and applies regular merges, smallest index first and
+//!    never going back to a smaller index, all non-overlapping occurrences left to right;
+//! 4. runs of two or more pretokens that became one token occurring in some supermerge get
+//!    supermerges, smallest index first (after the optional greedy n-gram cut).
+
+use rayon::prelude::*;
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use crate::error::{Error, Result};
+use crate::model::Model;
+use crate::pretokenize::Pretokenizer;
+use crate::train::ngram::{prefix_set, split_one};
+use crate::train::{apply_merge, TokenId};
+
+pub struct Encoder {
+    pub pretokenizer: Pretokenizer,
+    vocab: Vec<Vec<u8>>,
+    ids: FxHashMap<Vec<u8>, TokenId>,
+    byte_ids: [Option<TokenId>; 256],
+    /// regular merges: pair -> (index, result)
+    ranks: FxHashMap<(TokenId, TokenId), (u32, TokenId)>,
+    super_ranks: FxHashMap<(TokenId, TokenId), (u32, TokenId)>,
+    super_part: Vec<bool>,
+    reachable: Vec<bool>,
+    ngrams: Option<(FxHashSet<Box<[TokenId]>>, FxHashSet<Box<[TokenId]>>)>,
+    /// special tokens by text
+    pub special: Vec<(String, TokenId)>,
+}
+
+impl Encoder {
+    pub fn new(model: &Model, greedy_split: bool) -> Result<Encoder> {
+        let s = &model.settings;
+        let pretokenizer = Pretokenizer::new(&s.main_regex, s.script_specific_regex.as_deref(), s.script_specific_scripts.as_deref())?;
+        let ids: FxHashMap<Vec<u8>, TokenId> = model.vocab.iter().enumerate().map(|(i, t)| (t.clone(), i as TokenId)).collect();
+        let mut byte_ids = [None; 256];
+        for b in 0..=255u8 {
+            byte_ids[b as usize] = ids.get(&[b][..]).copied();
+        }
+        let table = |merges: &[crate::model::Merge]| -> Result<FxHashMap<(TokenId, TokenId), (u32, TokenId)>> {
+            let mut out = FxHashMap::default();
+            for (i, m) in merges.iter().enumerate() {
+                let merged = [m.left.as_slice(), m.right.as_slice()].concat();
+                let find = |t: &[u8]| {
+                    ids.get(t).copied().ok_or_else(|| {
+                        Error::Value(format!("model is inconsistent: merge result {} is not in the vocabulary", py_bytes(t)))
+                    })
+                };
+                let (l, r, m_id) = (find(&m.left)?, find(&m.right)?, find(&merged)?);
+                out.entry((l, r)).or_insert((i as u32, m_id));
+            }
+            Ok(out)
+        };
+        let ranks = table(&model.merges)?;
+        let super_ranks = table(&model.supermerges)?;
+        let mut super_part = vec![false; model.vocab.len()];
+        for &(l, r) in super_ranks.keys() {
+            super_part[l as usize] = true;
+            super_part[r as usize] = true;
+        }
+        let ngrams = if greedy_split {
+            let table = model.ngrams.as_ref().ok_or_else(|| {
+                Error::Value(
+                    "greedy_split=True needs a model trained with greedy_split=True (this model stores no n-gram table)".into(),
+                )
+            })?;
+            let set: FxHashSet<Box<[TokenId]>> = table
+                .iter()
+                .map(|g| g.iter().map(|t| ids.get(t).copied().ok_or_else(|| Error::Value("model is inconsistent: n-gram token not in the vocabulary".into()))).collect::<Result<Vec<_>>>().map(|v| v.into_boxed_slice()))
+                .collect::<Result<_>>()?;
+            let prefixes = prefix_set(&set);
+            Some((set, prefixes))
+        } else {
+            None
+        };
+        let mut enc = Encoder {
+            pretokenizer,
+            vocab: model.vocab.clone(),
+            ids,
+            byte_ids,
+            ranks,
+            super_ranks,
+            super_part,
+            reachable: vec![false; model.vocab.len()],
+            ngrams,
+            special: model.special_tokens.clone(),
+        };
+        enc.reachable = enc.find_reachable(&model.is_super)?;
+        Ok(enc)
+    }
+
+    /// Word tokens whose text, encoded alone without the shortcut, is that one token.
+    fn find_reachable(&self, is_super: &[bool]) -> Result<Vec<bool>> {
+        (0..self.vocab.len())
+            .into_par_iter()
+            .map(|id| {
+                if is_super[id] {
+                    return Ok(false);
+                }
+                let Ok(text) = std::str::from_utf8(&self.vocab[id]) else { return Ok(false) };
+                let mut out = Vec::new();
+                self.encode_into(text, false, &mut out)?;
+                Ok(out.len() == 1)
+            })
+            .collect()
+    }
+
+    /// The token a pretoken's bytes are when it is a reachable token (the shortcut's test).
+    pub fn single_token(&self, bytes: &[u8]) -> Option<TokenId> {
+        self.ids.get(bytes).copied().filter(|&id| self.reachable[id as usize])
+    }
+
+    pub fn vocab(&self) -> &[Vec<u8>] {
+        &self.vocab
+    }
+
+    pub fn id_of(&self, bytes: &[u8]) -> Option<TokenId> {
+        self.ids.get(bytes).copied()
+    }
+
+    /// Apply the regular merges to one pretoken's bytes (step 3, no shortcut).
+    fn merge_pretoken(&self, raw: &[u8], out: &mut Vec<TokenId>) {
+        let mut tokens: Vec<TokenId> =
+            raw.iter().map(|&b| self.byte_ids[b as usize].expect("every byte of UTF-8 text has a token")).collect();
+        let mut last: i64 = -1;
+        while tokens.len() > 1 {
+            let mut best: Option<(u32, (TokenId, TokenId), TokenId)> = None;
+            for w in tokens.windows(2) {
+                if let Some(&(rank, merged)) = self.ranks.get(&(w[0], w[1])) {
+                    if rank as i64 > last && best.is_none_or(|b| rank < b.0) {
+                        best = Some((rank, (w[0], w[1]), merged));
+                    }
+                }
+            }
+            let Some((rank, pair, merged)) = best else { break };
+            apply_merge(&mut tokens, pair, merged);
+            last = rank as i64;
+        }
+        out.extend_from_slice(&tokens);
+    }
+
+    /// Supermerges on one run of single-token pretokens, smallest index first.
+    fn supermerge(&self, run: &mut Vec<TokenId>) {
+        while run.len() > 1 {
+            let mut best: Option<(u32, (TokenId, TokenId), TokenId)> = None;
+            for w in run.windows(2) {
+                if let Some(&(rank, merged)) = self.super_ranks.get(&(w[0], w[1])) {
+                    if best.is_none_or(|b| rank < b.0) {
+                        best = Some((rank, (w[0], w[1]), merged));
+                    }
+                }
+            }
+            let Some((_, pair, merged)) = best else { break };
+            apply_merge(run, pair, merged);
+        }
+    }
+
+    fn flush(&self, run: &mut Vec<TokenId>, out: &mut Vec<TokenId>) {
+        if run.len() >= 2 {
+            match &self.ngrams {
+                Some((table, prefixes)) => {
+                    let whole = std::mem::take(run);
+                    split_one(&whole, table, prefixes, |piece| {
+                        let mut p = piece.to_vec();
+                        self.supermerge(&mut p);
+                        out.extend_from_slice(&p);
+                    });
+                }
+                None => {
+                    self.supermerge(run);
+                    out.extend_from_slice(run);
+                }
+            }
+        } else {
+            out.extend_from_slice(run);
+        }
+        run.clear();
+    }
+
+    fn encode_into(&self, text: &str, shortcut: bool, out: &mut Vec<TokenId>) -> Result<()> {
+        let mut run: Vec<TokenId> = Vec::new();
+        let mut piece_tokens: Vec<TokenId> = Vec::new();
+        self.pretokenizer.for_each(text, |piece| {
+            piece_tokens.clear();
+            let raw = piece.as_bytes();
+            match self.ids.get(raw) {
+                Some(&id) if shortcut && self.reachable[id as usize] => piece_tokens.push(id),
+                _ => self.merge_pretoken(raw, &mut piece_tokens),
+            }
+            if piece_tokens.len() == 1 && self.super_part[piece_tokens[0] as usize] {
+                run.push(piece_tokens[0]);
+            } else {
+                self.flush(&mut run, out);
+                out.extend_from_slice(&piece_tokens);
+            }
+        })?;
+        self.flush(&mut run, out);
+        Ok(())
+    }
+
+    /// Token ids of `text`, special-token strings treated as text.
+    pub fn encode_ordinary(&self, text: &str) -> Result<Vec<TokenId>> {
+        let mut out = Vec::with_capacity(text.len() / 3);
+        self.encode_into(text, true, &mut out)?;
+        Ok(out)
+    }
+
+    /// Token ids of `text`, recognising the special tokens in `allowed` (longest match first).
+    pub fn encode(&self, text: &str, allowed: &[String]) -> Result<Vec<TokenId>> {
+        if allowed.is_empty() {
+            return self.encode_ordinary(text);
+        }
+        let mut specials: Vec<(&str, TokenId)> = self
+            .special
+            .iter()
+            .filter(|(s, _)| allowed.iter().any(|a| a == s))
+            .map(|(s, id)| (s.as_str(), *id))
+            .collect();
+        specials.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.0.cmp(b.0)));
+        let mut out = Vec::new();
+        let mut start = 0;
+        while start < text.len() {
+            // the earliest occurrence of any special token; at one position the longest wins
+            let next = specials
+                .iter()
+                .filter_map(|(s, id)| text[start..].find(s).map(|i| (start + i, *s, *id)))
+                .min_by_key(|&(i, s, _)| (i, std::cmp::Reverse(s.len())));
+            match next {
+                Some((i, s, id)) => {
+                    self.encode_into(&text[start..i], true, &mut out)?;
+                    out.push(id);
+                    start = i + s.len();
+                }
+                None => {
+                    self.encode_into(&text[start..], true, &mut out)?;
+                    break;
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Concatenated token bytes; an unknown id is an error naming it and its position.
+    pub fn decode_bytes(&self, ids: &[i64]) -> Result<Vec<u8>> {
+        let mut out = Vec::with_capacity(ids.len() * 4);
+        for (position, &id) in ids.iter().enumerate() {
+            if id >= 0 && (id as usize) < self.vocab.len() {
+                out.extend_from_slice(&self.vocab[id as usize]);
+            } else if let Some((s, _)) = self.special.iter().find(|(_, sid)| *sid as i64 == id) {
+                out.extend_from_slice(s.as_bytes());
+            } else {
+                let mut specials: Vec<TokenId> = self.special.iter().map(|(_, i)| *i).collect();
+                specials.sort_unstable();
+                let extra = if specials.is_empty() {
+                    ")".to_string()
+                } else {
+                    format!(" and special ids {specials:?})")
+                };
+                return Err(Error::Value(format!(
+                    "token id {id} at position {position} is out of range (vocabulary has ids 0..{}{extra}",
+                    self.vocab.len() as i64 - 1
+                )));
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// A byte string as Python writes it (`b'...'`), for messages shared with the reference.
+pub fn py_bytes(t: &[u8]) -> String {
+    let mut s = String::from("b'");
+    for &b in t {
+        match b {
+            b'\\' => s.push_str("\\\\"),
+            b'\'' => s.push_str("\\'"),
+            b'\t' => s.push_str("\\t"),
+            b'\n' => s.push_str("\\n"),
+            b'\r' => s.push_str("\\r"),
+            0x20..=0x7e => s.push(b as char),
+            _ => s.push_str(&format!("\\x{b:02x}")),
+        }
+    }
+    s.push('\'');
+    s
+}
