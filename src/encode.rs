@@ -68,10 +68,11 @@ impl Encoder {
                     "greedy_split=True needs a model trained with greedy_split=True (this model stores no n-gram table)".into(),
                 )
             })?;
+            // n-grams of phase-1 tokens that this vocabulary lacks can never match a run
             let set: FxHashSet<Box<[TokenId]>> = table
                 .iter()
-                .map(|g| g.iter().map(|t| ids.get(t).copied().ok_or_else(|| Error::Value("model is inconsistent: n-gram token not in the vocabulary".into()))).collect::<Result<Vec<_>>>().map(|v| v.into_boxed_slice()))
-                .collect::<Result<_>>()?;
+                .filter_map(|g| g.iter().map(|t| ids.get(t).copied()).collect::<Option<Box<[TokenId]>>>())
+                .collect();
             let prefixes = prefix_set(&set);
             Some((set, prefixes))
         } else {

@@ -48,6 +48,7 @@ def test_superbpe_needs_a_sensible_number_of_supermerges(backend):
 def test_a_missing_core_is_reported_not_replaced(monkeypatch):
     import sys
     monkeypatch.setitem(sys.modules, "superword._core", None)  # import now fails
+    monkeypatch.delattr(superword, "_core", raising=False)
     with pytest.raises(ImportError, match=r"compiled Rust core \(superword\._core\) is not available"):
         superword.train(DOCS, 300)
     with pytest.raises(ImportError, match="backend='reference'"):

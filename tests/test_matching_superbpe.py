@@ -20,11 +20,11 @@ def multilingual_corpus(lines_per_language: int = 150) -> list[str]:
 def test_boundless_equals_matching_superbpe():
     docs = multilingual_corpus()
     boundless = superword.train(docs, 2500, "boundless", backend="reference")
-    b = boundless._model
+    b = boundless._impl.model
     r, s = len(b.merges), len(b.supermerges)
     assert s > 20, "the corpus should give BoundlessBPE a real choice"
     superbpe = superword.train(docs, len(b.vocab), "superbpe", supermerges=s, backend="reference")
-    m = superbpe._model
+    m = superbpe._impl.model
     assert len(m.merges) == r
     assert [(x.left, x.right, x.count) for x in m.merges] == \
         [(x.left, x.right, x.count) for x in b.merges]

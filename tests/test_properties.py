@@ -44,6 +44,6 @@ def test_decode_inverts_encode(text, algorithm, aware):
 @given(text_strategy)
 def test_the_shortcut_never_changes_the_result(text):
     """SPEC 7.3: a reachable pretoken encodes to itself, so skipping the merges is exact."""
-    enc = tokenizer("boundless", True)._encoder
+    enc = tokenizer("boundless", True)._impl.encoder
     for piece in enc.pretokenizer.pretokenize(text):
         assert enc._pretoken_tokens(piece, shortcut=True) == enc._pretoken_tokens(piece, shortcut=False)
