@@ -22,6 +22,7 @@ pub mod superbpe;
 
 use crate::error::Result;
 use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
 
 pub type TokenId = u32;
 pub type Pair = (TokenId, TokenId);
@@ -144,47 +145,69 @@ pub fn apply_merge(tokens: &mut Vec<TokenId>, pair: Pair, merged: TokenId) -> bo
     changed
 }
 
+/// The first 8 bytes of a token, big-endian and zero-padded: comparing two keys orders two
+/// tokens by bytes whenever the keys differ (a zero pad stands where the shorter token ended,
+/// and the shorter sorts first).  Equal keys fall back to comparing the bytes.
+#[inline]
+fn prefix_key(bytes: &[u8]) -> u64 {
+    let mut k = [0u8; 8];
+    let n = bytes.len().min(8);
+    k[..n].copy_from_slice(&bytes[..n]);
+    u64::from_be_bytes(k)
+}
+
+/// A heap entry: the count, the pair, and the prefix keys of its two tokens.
+#[derive(Clone, Copy)]
+struct Entry {
+    count: u64,
+    left_key: u64,
+    right_key: u64,
+    pair: Pair,
+}
+
 /// A max-heap of `(count, pair)` whose order is the SPEC tie-break: higher count first, then
-/// smaller (left bytes, right bytes).  Written by hand because the order needs the token table.
+/// smaller (left bytes, right bytes).  Written by hand because the order needs the token
+/// table; prefix keys settle almost every comparison without touching the bytes.
 #[derive(Default)]
 pub struct PairHeap {
-    items: Vec<(u64, Pair)>,
+    items: Vec<Entry>,
 }
 
 impl PairHeap {
     #[inline]
-    fn before(tokens: &Tokens, a: &(u64, Pair), b: &(u64, Pair)) -> bool {
-        if a.0 != b.0 {
-            return a.0 > b.0;
+    fn before(tokens: &Tokens, a: &Entry, b: &Entry) -> bool {
+        if a.count != b.count {
+            return a.count > b.count;
         }
-        (tokens.bytes(a.1 .0), tokens.bytes(a.1 .1)) < (tokens.bytes(b.1 .0), tokens.bytes(b.1 .1))
+        if a.left_key != b.left_key {
+            return a.left_key < b.left_key;
+        }
+        let left = tokens.bytes(a.pair.0).cmp(tokens.bytes(b.pair.0));
+        if left != std::cmp::Ordering::Equal {
+            return left.is_lt();
+        }
+        if a.right_key != b.right_key {
+            return a.right_key < b.right_key;
+        }
+        tokens.bytes(a.pair.1) < tokens.bytes(b.pair.1)
     }
 
-    pub fn push(&mut self, tokens: &Tokens, item: (u64, Pair)) {
-        self.items.push(item);
-        let mut i = self.items.len() - 1;
-        while i > 0 {
-            let parent = (i - 1) / 2;
-            if !Self::before(tokens, &self.items[i], &self.items[parent]) {
-                break;
-            }
-            self.items.swap(i, parent);
-            i = parent;
-        }
+    #[inline]
+    fn entry(tokens: &Tokens, count: u64, pair: Pair) -> Entry {
+        Entry { count, left_key: prefix_key(tokens.bytes(pair.0)), right_key: prefix_key(tokens.bytes(pair.1)), pair }
     }
 
-    pub fn peek(&self) -> Option<(u64, Pair)> {
-        self.items.first().copied()
+    /// Build a heap from unordered items in linear time.
+    pub fn from_vec(tokens: &Tokens, items: Vec<(u64, Pair)>) -> PairHeap {
+        let mut heap = PairHeap { items: items.into_iter().map(|(c, p)| Self::entry(tokens, c, p)).collect() };
+        for i in (0..heap.items.len() / 2).rev() {
+            heap.sift_down(tokens, i);
+        }
+        heap
     }
 
-    pub fn pop(&mut self, tokens: &Tokens) -> Option<(u64, Pair)> {
-        let last = self.items.pop()?;
-        if self.items.is_empty() {
-            return Some(last);
-        }
-        let top = std::mem::replace(&mut self.items[0], last);
+    fn sift_down(&mut self, tokens: &Tokens, mut i: usize) {
         let n = self.items.len();
-        let mut i = 0;
         loop {
             let (l, r) = (2 * i + 1, 2 * i + 2);
             let mut best = i;
@@ -200,7 +223,33 @@ impl PairHeap {
             self.items.swap(i, best);
             i = best;
         }
-        Some(top)
+    }
+
+    pub fn push(&mut self, tokens: &Tokens, (count, pair): (u64, Pair)) {
+        self.items.push(Self::entry(tokens, count, pair));
+        let mut i = self.items.len() - 1;
+        while i > 0 {
+            let parent = (i - 1) / 2;
+            if !Self::before(tokens, &self.items[i], &self.items[parent]) {
+                break;
+            }
+            self.items.swap(i, parent);
+            i = parent;
+        }
+    }
+
+    pub fn peek(&self) -> Option<(u64, Pair)> {
+        self.items.first().map(|e| (e.count, e.pair))
+    }
+
+    pub fn pop(&mut self, tokens: &Tokens) -> Option<(u64, Pair)> {
+        let last = self.items.pop()?;
+        if self.items.is_empty() {
+            return Some((last.count, last.pair));
+        }
+        let top = std::mem::replace(&mut self.items[0], last);
+        self.sift_down(tokens, 0);
+        Some((top.count, top.pair))
     }
 
     pub fn len(&self) -> usize {
@@ -216,38 +265,48 @@ impl PairHeap {
 pub struct MergeState {
     pub seqs: Vec<Vec<TokenId>>,
     pub weights: Vec<u64>,
-    counts: FxHashMap<Pair, u64>,
-    where_: FxHashMap<Pair, Vec<u32>>,
+    pairs: FxHashMap<Pair, PairInfo>,
     heap: PairHeap,
     delta: FxHashMap<Pair, i64>,
 }
 
+/// A live pair: its count and the sequences that may hold it (stale entries are allowed;
+/// most pairs of phase 2 live in one sequence, so the list is inline up to 2 entries).
+#[derive(Default)]
+struct PairInfo {
+    count: u64,
+    seqs: SmallVec<[u32; 2]>,
+}
+
+impl PairInfo {
+    #[inline]
+    fn note(&mut self, index: u32) {
+        if self.seqs.last() != Some(&index) {
+            self.seqs.push(index);
+        }
+    }
+}
+
 impl MergeState {
     pub fn new(seqs: Vec<Vec<TokenId>>, weights: Vec<u64>, tokens: &Tokens) -> MergeState {
-        let mut counts: FxHashMap<Pair, u64> = FxHashMap::default();
-        let mut where_: FxHashMap<Pair, Vec<u32>> = FxHashMap::default();
+        let mut pairs: FxHashMap<Pair, PairInfo> = FxHashMap::default();
         for (i, (seq, &w)) in seqs.iter().zip(&weights).enumerate() {
             count_pairs(seq, |p| {
-                *counts.entry(p).or_insert(0) += w;
-                let list = where_.entry(p).or_default();
-                if list.last() != Some(&(i as u32)) {
-                    list.push(i as u32);
-                }
+                let info = pairs.entry(p).or_default();
+                info.count += w;
+                info.note(i as u32);
             });
         }
-        let mut heap = PairHeap::default();
-        for (&p, &c) in &counts {
-            heap.push(tokens, (c, p));
-        }
-        MergeState { seqs, weights, counts, where_, heap, delta: FxHashMap::default() }
+        let heap = PairHeap::from_vec(tokens, pairs.iter().map(|(&p, info)| (info.count, p)).collect());
+        MergeState { seqs, weights, pairs, heap, delta: FxHashMap::default() }
     }
 
     /// The pair to merge next and its count, or `None` when no pair is left.
     pub fn best(&mut self, tokens: &Tokens) -> Option<(Pair, u64)> {
         while let Some((count, pair)) = self.heap.peek() {
-            match self.counts.get(&pair) {
-                Some(&live) if live == count => return Some((pair, count)),
-                Some(&live) => {
+            match self.pairs.get(&pair).map(|info| info.count) {
+                Some(live) if live == count => return Some((pair, count)),
+                Some(live) => {
                     // the count went down since this entry was pushed: push the live count
                     self.heap.pop(tokens);
                     self.heap.push(tokens, (live, pair));
@@ -262,30 +321,92 @@ impl MergeState {
 
     /// Apply `pair` (its result has id `merged`) everywhere.  Returns whether some sequence
     /// became a single token (the merge's flag).
+    ///
+    /// Pair counts change only near each occurrence: a run of equal tokens counts ⌊k/2⌋
+    /// whatever surrounds it, and a pair of two different tokens always counts once.  So each
+    /// occurrence at `i` gets a window from the start of the run holding `i - 1` to the end of
+    /// the run holding `i + 2`: its edges are run boundaries with unchanged tokens, and
+    /// recounting the window before and after the merge gives the exact change.  Long
+    /// candidates in phase 2 then cost per occurrence, not per token.
     pub fn merge(&mut self, pair: Pair, merged: TokenId, tokens: &Tokens) -> bool {
-        let mut indices = self.where_.remove(&pair).unwrap_or_default();
+        // the pair's count stays until its delta takes it to zero
+        let mut indices = self.pairs.get_mut(&pair).map(|info| std::mem::take(&mut info.seqs)).unwrap_or_default();
         indices.sort_unstable();
         indices.dedup();
         let mut became_single = false;
         let delta = &mut self.delta;
+        let mut occurrences: Vec<usize> = Vec::new();
+        let mut windows: Vec<(usize, usize)> = Vec::new();
+        let mut new_seq: Vec<TokenId> = Vec::new();
         for &index in &indices {
             let seq = &mut self.seqs[index as usize];
-            if !seq.windows(2).any(|w| (w[0], w[1]) == pair) {
+            // 1. occurrences, left to right, non-overlapping
+            occurrences.clear();
+            let mut i = 0;
+            while i + 1 < seq.len() {
+                if seq[i] == pair.0 && seq[i + 1] == pair.1 {
+                    occurrences.push(i);
+                    i += 2;
+                } else {
+                    i += 1;
+                }
+            }
+            if occurrences.is_empty() {
                 continue; // stale: the pair left this sequence earlier
             }
             let w = self.weights[index as usize] as i64;
-            count_pairs(seq, |p| *delta.entry(p).or_insert(0) -= w);
-            apply_merge(seq, pair, merged);
-            let where_ = &mut self.where_;
-            count_pairs(seq, |p| {
-                *delta.entry(p).or_insert(0) += w;
-                if p.0 == merged || p.1 == merged {
-                    let list = where_.entry(p).or_default();
-                    if list.last() != Some(&index) {
-                        list.push(index);
+            // 2. windows around the occurrences, merged when they touch
+            windows.clear();
+            for &i in &occurrences {
+                let mut lo = i;
+                if i > 0 {
+                    lo = i - 1;
+                    while lo > 0 && seq[lo - 1] == seq[lo] {
+                        lo -= 1;
                     }
                 }
-            });
+                let mut hi = (i + 2).min(seq.len());
+                if hi < seq.len() {
+                    hi += 1;
+                    while hi < seq.len() && seq[hi] == seq[hi - 1] {
+                        hi += 1;
+                    }
+                }
+                match windows.last_mut() {
+                    Some(last) if lo <= last.1 => last.1 = last.1.max(hi),
+                    _ => windows.push((lo, hi)),
+                }
+            }
+            // 3. the old windows' pairs go, the merged sequence is built
+            for &(lo, hi) in &windows {
+                count_pairs(&seq[lo..hi], |p| *delta.entry(p).or_insert(0) -= w);
+            }
+            new_seq.clear();
+            let mut next = 0;
+            for &i in &occurrences {
+                new_seq.extend_from_slice(&seq[next..i]);
+                new_seq.push(merged);
+                next = i + 2;
+            }
+            new_seq.extend_from_slice(&seq[next..]);
+            // 4. the new windows' pairs come (positions shift by one per earlier occurrence)
+            let pairs = &mut self.pairs;
+            let mut before = 0; // occurrences left of the current window
+            for &(lo, hi) in &windows {
+                while before < occurrences.len() && occurrences[before] < lo {
+                    before += 1;
+                }
+                let inside = occurrences[before..].iter().take_while(|&&i| i < hi).count();
+                let (nlo, nhi) = (lo - before, hi - before - inside);
+                count_pairs(&new_seq[nlo..nhi], |p| {
+                    *delta.entry(p).or_insert(0) += w;
+                    if p.0 == merged || p.1 == merged {
+                        pairs.entry(p).or_default().note(index);
+                    }
+                });
+                before += inside;
+            }
+            std::mem::swap(seq, &mut new_seq);
             became_single |= seq.len() == 1;
         }
         // (the heap's order is total, so the order of these updates does not matter)
@@ -293,13 +414,13 @@ impl MergeState {
             if d == 0 {
                 continue;
             }
-            let live = self.counts.get(&p).copied().unwrap_or(0) as i64 + d;
+            let info = self.pairs.entry(p).or_default();
+            let live = info.count as i64 + d;
             debug_assert!(live >= 0, "pair count below zero");
             if live <= 0 {
-                self.counts.remove(&p);
-                self.where_.remove(&p);
+                self.pairs.remove(&p);
             } else {
-                self.counts.insert(p, live as u64);
+                info.count = live as u64;
                 if d > 0 {
                     self.heap.push(tokens, (live as u64, p));
                 }
