@@ -5,9 +5,9 @@
 //! * every maximal run of two or more consecutive pretokens containing a letter, with its
 //!   count (phase 2's input, once cut at pretokens that are not single tokens).
 //!
-//! Documents arrive in batches; each batch is cut into groups of about 64 KB that rayon
-//! workers fold into local tables, merged pairwise.  Counts are sums, so the result does not
-//! depend on the number of threads or on the grouping.
+//! Documents arrive in batches; each batch is cut into one share per worker, and each worker
+//! adds its share to its own table.  Counts are sums, so the result does not depend on the
+//! number of threads or on the sharing.
 //!
 //! Phase 2 needs the runs, and the input may be a Python iterator that can be read only once,
 //! so the runs are kept (as pretoken ids) instead of re-reading the corpus.  They cost memory
@@ -19,8 +19,6 @@ use rustc_hash::FxHashMap;
 use crate::error::Result;
 use crate::pretokenize::classes::{bits, L};
 use crate::pretokenize::Pretokenizer;
-
-const GROUP_BYTES: usize = 64 * 1024;
 
 /// Pretoken and run tables with local pretoken ids.
 #[derive(Default)]
@@ -68,77 +66,62 @@ impl Table {
         }
         Ok(())
     }
-
-    /// Add `other` into the larger of the two tables.
-    fn merge(self, other: Table) -> Table {
-        let (mut big, small) = if self.counts.len() >= other.counts.len() { (self, other) } else { (other, self) };
-        let mut remap = vec![0u32; small.counts.len()];
-        for (piece, id) in small.ids {
-            let target = big.intern(&piece);
-            big.counts[target as usize] += small.counts[id as usize];
-            remap[id as usize] = target;
-        }
-        for (run, n) in small.runs {
-            let mapped: Box<[u32]> = run.iter().map(|&i| remap[i as usize]).collect();
-            *big.runs.entry(mapped).or_insert(0) += n;
-        }
-        big.pretokens += small.pretokens;
-        big
-    }
 }
 
 /// The aggregated corpus.
 pub struct Counts {
     /// distinct pretokens with their counts
     pub words: Vec<(Box<str>, u64)>,
-    /// letter runs as indices into `words`, with counts
-    pub runs: Vec<(Box<[u32]>, u64)>,
+    /// letter runs with counts, per worker table: (table's pretoken id -> index into `words`,
+    /// runs in the table's ids).  Kept apart so that no run is hashed twice.
+    pub runs: Vec<(Vec<u32>, FxHashMap<Box<[u32]>, u64>)>,
     pub documents: u64,
     pub pretokens: u64,
 }
 
+/// Counts documents batch by batch.  Each of the `workers` tables always takes the same share
+/// of every batch, so tables are merged only once, at the end.
 pub struct Counter<'a> {
     pre: &'a Pretokenizer,
     with_runs: bool,
-    table: Table,
+    tables: Vec<Table>,
     documents: u64,
 }
 
 impl<'a> Counter<'a> {
-    pub fn new(pre: &'a Pretokenizer, with_runs: bool) -> Counter<'a> {
-        Counter { pre, with_runs, table: Table::default(), documents: 0 }
+    /// `workers`: the number of tables, normally the rayon pool's thread count.
+    pub fn new(pre: &'a Pretokenizer, with_runs: bool, workers: usize) -> Counter<'a> {
+        let workers = workers.max(1);
+        Counter { pre, with_runs, tables: (0..workers).map(|_| Table::default()).collect(), documents: 0 }
     }
 
     /// Count a batch of documents, in parallel on the current rayon pool.
     pub fn add_batch(&mut self, docs: &[&str]) -> Result<()> {
-        let mut groups: Vec<&[&str]> = Vec::new();
+        // cut the batch into one share per table, of about equal bytes
+        let total: usize = docs.iter().map(|d| d.len() + 1).sum();
+        let per = total / self.tables.len() + 1;
+        let mut shares: Vec<&[&str]> = Vec::with_capacity(self.tables.len());
         let (mut start, mut bytes) = (0, 0);
         for (i, d) in docs.iter().enumerate() {
             bytes += d.len() + 1;
-            if bytes >= GROUP_BYTES {
-                groups.push(&docs[start..=i]);
+            if bytes >= per && shares.len() + 1 < self.tables.len() {
+                shares.push(&docs[start..=i]);
                 start = i + 1;
                 bytes = 0;
             }
         }
-        if start < docs.len() {
-            groups.push(&docs[start..]);
-        }
+        shares.push(&docs[start..]);
         let (pre, with_runs) = (self.pre, self.with_runs);
-        let batch = groups
-            .par_iter()
-            .try_fold(
-                || (Table::default(), Vec::new()),
-                |(mut table, mut run), group| {
-                    for d in group.iter() {
-                        table.add_document(pre, d, with_runs, &mut run)?;
-                    }
-                    Ok((table, run))
-                },
-            )
-            .map(|r| r.map(|(t, _)| t))
-            .try_reduce(Table::default, |a, b| Ok(a.merge(b)))?;
-        self.table = std::mem::take(&mut self.table).merge(batch);
+        self.tables
+            .par_iter_mut()
+            .zip(shares.par_iter())
+            .try_for_each(|(table, share)| {
+                let mut run = Vec::new();
+                for d in share.iter() {
+                    table.add_document(pre, d, with_runs, &mut run)?;
+                }
+                Ok(())
+            })?;
         self.documents += docs.len() as u64;
         Ok(())
     }
@@ -148,11 +131,29 @@ impl<'a> Counter<'a> {
     }
 
     pub fn finish(self) -> Counts {
-        let t = self.table;
-        let mut words: Vec<(Box<str>, u64)> = vec![(Box::from(""), 0); t.counts.len()];
-        for (piece, id) in t.ids {
-            words[id as usize] = (piece, t.counts[id as usize]);
+        let mut index: FxHashMap<Box<str>, u32> = FxHashMap::default();
+        let mut words: Vec<(Box<str>, u64)> = Vec::new();
+        let mut runs = Vec::with_capacity(self.tables.len());
+        let mut pretokens = 0;
+        for t in self.tables {
+            let mut remap = vec![0u32; t.counts.len()];
+            for (piece, id) in t.ids {
+                let count = t.counts[id as usize];
+                let global = match index.get(&*piece) {
+                    Some(&g) => g,
+                    None => {
+                        let g = words.len() as u32;
+                        index.insert(piece.clone(), g);
+                        words.push((piece, 0));
+                        g
+                    }
+                };
+                words[global as usize].1 += count;
+                remap[id as usize] = global;
+            }
+            pretokens += t.pretokens;
+            runs.push((remap, t.runs));
         }
-        Counts { words, runs: t.runs.into_iter().collect(), documents: self.documents, pretokens: t.pretokens }
+        Counts { words, runs, documents: self.documents, pretokens }
     }
 }

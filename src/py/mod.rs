@@ -163,7 +163,7 @@ fn train_files(
         guard(|| {
             pool.install(|| {
                 let clock = Instant::now();
-                let mut counter = Counter::new(&pre, cfg.algorithm != Algorithm::Bpe);
+                let mut counter = Counter::new(&pre, cfg.algorithm != Algorithm::Bpe, pool.current_num_threads());
                 crate::input::for_each_batch(&paths, &text_field, BATCH_BYTES, |docs| {
                     counter.add_batch(docs)?;
                     control.progress("count", counter.documents(), 0)
@@ -201,7 +201,7 @@ fn train_iter(
     let pool = pool(threads)?;
     let control = PyControl::new(progress);
     let clock = Instant::now();
-    let mut counter = Counter::new(&pre, cfg.algorithm != Algorithm::Bpe);
+    let mut counter = Counter::new(&pre, cfg.algorithm != Algorithm::Bpe, pool.current_num_threads());
     let iter = PyIterator::from_object(&documents)?;
     let mut batch: Vec<String> = Vec::new();
     let mut bytes = 0usize;

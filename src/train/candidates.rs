@@ -5,10 +5,11 @@ use rustc_hash::FxHashMap;
 
 use super::TokenId;
 
-/// `runs`: sequences of pretoken ids with counts; `token_of[pretoken id]`: the word-model
-/// token the pretoken is, when it is eligible.  Returns candidates as token sequences.
+/// `runs`: per counting table, its pretoken id -> word index map and its runs with counts;
+/// `token_of[word index]`: the word-model token the pretoken is, when it is eligible.
+/// Returns candidates as token sequences.
 pub fn supermerge_candidates(
-    runs: &[(Box<[u32]>, u64)],
+    runs: &[(Vec<u32>, FxHashMap<Box<[u32]>, u64>)],
     token_of: &[Option<TokenId>],
 ) -> FxHashMap<Box<[TokenId]>, u64> {
     let mut out: FxHashMap<Box<[TokenId]>, u64> = FxHashMap::default();
@@ -19,14 +20,16 @@ pub fn supermerge_candidates(
         }
         piece.clear();
     };
-    for (run, count) in runs {
-        for &pretoken in run.iter() {
-            match token_of[pretoken as usize] {
-                Some(t) => piece.push(t),
-                None => flush(&mut piece, *count),
+    for (remap, table) in runs {
+        for (run, count) in table {
+            for &pretoken in run.iter() {
+                match token_of[remap[pretoken as usize] as usize] {
+                    Some(t) => piece.push(t),
+                    None => flush(&mut piece, *count),
+                }
             }
+            flush(&mut piece, *count);
         }
-        flush(&mut piece, *count);
     }
     out
 }
