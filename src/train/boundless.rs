@@ -28,8 +28,8 @@ pub fn train_boundless(
 ) -> Result<Boundless> {
     // phase-2 token ids start as the word model's, so candidates need no translation
     let mut tokens = word_tokens.clone();
-    let (seqs, weights) = candidates.into_iter().map(|(s, w)| (s.into_vec(), w)).unzip();
-    let mut state = MergeState::new(seqs, weights, &tokens);
+    let mut state = MergeState::new(candidates.iter().map(|(s, w)| (&s[..], *w)), &tokens);
+    drop(candidates);
     let mut vocab: Vec<(Vec<u8>, bool)> = (0..243).map(|id| (tokens.bytes(id).to_vec(), false)).collect();
     let mut known: rustc_hash::FxHashSet<Vec<u8>> = vocab.iter().map(|v| v.0.clone()).collect();
     let mut supermerges = Vec::new();

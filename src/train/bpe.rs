@@ -15,11 +15,12 @@ pub struct WordModel {
 pub fn train_words(words: &[(&str, u64)], vocab_size: usize, control: &dyn Control) -> Result<WordModel> {
     // 1. each distinct pretoken is a word of byte tokens, weighted by its count
     let mut tokens = Tokens::base();
-    let seqs = words
+    let seqs: Vec<Vec<u32>> = words
         .iter()
         .map(|(w, _)| w.bytes().map(|b| byte_id(b).expect("UTF-8 text has no 0xC0, 0xC1, 0xF5..0xFF bytes")).collect())
         .collect();
-    let mut state = MergeState::new(seqs, words.iter().map(|w| w.1).collect(), &tokens);
+    let mut state = MergeState::new(seqs.iter().zip(words).map(|(s, w)| (s.as_slice(), w.1)), &tokens);
+    drop(seqs);
     // 2. merge the best pair until the vocabulary is full or no pair is left
     let mut merges = Vec::new();
     let total = vocab_size.saturating_sub(tokens.len()) as u64;

@@ -182,14 +182,16 @@ impl PairHeap {
         if a.left_key != b.left_key {
             return a.left_key < b.left_key;
         }
-        let left = tokens.bytes(a.pair.0).cmp(tokens.bytes(b.pair.0));
-        if left != std::cmp::Ordering::Equal {
-            return left.is_lt();
+        if a.pair.0 != b.pair.0 {
+            let left = tokens.bytes(a.pair.0).cmp(tokens.bytes(b.pair.0));
+            if left != std::cmp::Ordering::Equal {
+                return left.is_lt();
+            }
         }
         if a.right_key != b.right_key {
             return a.right_key < b.right_key;
         }
-        tokens.bytes(a.pair.1) < tokens.bytes(b.pair.1)
+        a.pair.1 != b.pair.1 && tokens.bytes(a.pair.1) < tokens.bytes(b.pair.1)
     }
 
     #[inline]
@@ -263,8 +265,11 @@ impl PairHeap {
 
 /// Weighted token sequences with live pair counts, a pair -> sequences index and the heap.
 pub struct MergeState {
-    pub seqs: Vec<Vec<TokenId>>,
-    pub weights: Vec<u64>,
+    /// all sequences back to back; merges only shorten them, in place
+    data: Vec<TokenId>,
+    /// start and current length of each sequence in `data`
+    spans: Vec<(usize, u32)>,
+    weights: Vec<u64>,
     pairs: FxHashMap<Pair, PairInfo>,
     heap: PairHeap,
     delta: FxHashMap<Pair, i64>,
@@ -288,17 +293,26 @@ impl PairInfo {
 }
 
 impl MergeState {
-    pub fn new(seqs: Vec<Vec<TokenId>>, weights: Vec<u64>, tokens: &Tokens) -> MergeState {
+    /// `seqs`: the sequences, each with its weight.
+    pub fn new<'s>(seqs: impl IntoIterator<Item = (&'s [TokenId], u64)>, tokens: &Tokens) -> MergeState {
+        let mut data = Vec::new();
+        let mut spans = Vec::new();
+        let mut weights = Vec::new();
+        for (seq, w) in seqs {
+            spans.push((data.len(), seq.len() as u32));
+            data.extend_from_slice(seq);
+            weights.push(w);
+        }
         let mut pairs: FxHashMap<Pair, PairInfo> = FxHashMap::default();
-        for (i, (seq, &w)) in seqs.iter().zip(&weights).enumerate() {
-            count_pairs(seq, |p| {
+        for (i, (&(start, len), &w)) in spans.iter().zip(&weights).enumerate() {
+            count_pairs(&data[start..start + len as usize], |p| {
                 let info = pairs.entry(p).or_default();
                 info.count += w;
                 info.note(i as u32);
             });
         }
         let heap = PairHeap::from_vec(tokens, pairs.iter().map(|(&p, info)| (info.count, p)).collect());
-        MergeState { seqs, weights, pairs, heap, delta: FxHashMap::default() }
+        MergeState { data, spans, weights, pairs, heap, delta: FxHashMap::default() }
     }
 
     /// The pair to merge next and its count, or `None` when no pair is left.
@@ -339,7 +353,8 @@ impl MergeState {
         let mut windows: Vec<(usize, usize)> = Vec::new();
         let mut new_seq: Vec<TokenId> = Vec::new();
         for &index in &indices {
-            let seq = &mut self.seqs[index as usize];
+            let (start, len) = self.spans[index as usize];
+            let seq = &mut self.data[start..start + len as usize];
             // 1. occurrences, left to right, non-overlapping
             occurrences.clear();
             let mut i = 0;
@@ -406,8 +421,9 @@ impl MergeState {
                 });
                 before += inside;
             }
-            std::mem::swap(seq, &mut new_seq);
-            became_single |= seq.len() == 1;
+            seq[..new_seq.len()].copy_from_slice(&new_seq);
+            self.spans[index as usize].1 = new_seq.len() as u32;
+            became_single |= new_seq.len() == 1;
         }
         // (the heap's order is total, so the order of these updates does not matter)
         for (p, d) in delta.drain() {
@@ -432,8 +448,8 @@ impl MergeState {
     /// How often each token id occurs in the sequences, weighted (SPEC 8 `count`).
     pub fn token_counts(&self, n_tokens: usize) -> Vec<u64> {
         let mut counts = vec![0u64; n_tokens];
-        for (seq, &w) in self.seqs.iter().zip(&self.weights) {
-            for &t in seq {
+        for (&(start, len), &w) in self.spans.iter().zip(&self.weights) {
+            for &t in &self.data[start..start + len as usize] {
                 counts[t as usize] += w;
             }
         }
@@ -483,7 +499,8 @@ mod tests {
         // after (z,z) and (a,a), (aa,q) and (zz,q) tie at 2; b"aa" < b"zz"
         let mut tokens = Tokens::base();
         let words: Vec<(&[u8], u64)> = vec![(b"zz", 5), (b"aa", 4), (b"zzq", 2), (b"aaq", 2)];
-        let mut state = MergeState::new(words.iter().map(|w| ids(w.0)).collect(), words.iter().map(|w| w.1).collect(), &tokens);
+        let seqs: Vec<(Vec<TokenId>, u64)> = words.iter().map(|w| (ids(w.0), w.1)).collect();
+        let mut state = MergeState::new(seqs.iter().map(|(s, w)| (s.as_slice(), *w)), &tokens);
         let mut chosen = Vec::new();
         while let Some((pair, count)) = state.best(&tokens) {
             let merged: Vec<u8> = [tokens.bytes(pair.0), tokens.bytes(pair.1)].concat();

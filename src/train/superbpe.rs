@@ -18,8 +18,8 @@ pub fn train_superbpe(
     control: &dyn Control,
 ) -> Result<SuperBpe> {
     let mut tokens = word_tokens.clone();
-    let (seqs, weights) = candidates.into_iter().map(|(s, w)| (s.into_vec(), w)).unzip();
-    let mut state = MergeState::new(seqs, weights, &tokens);
+    let mut state = MergeState::new(candidates.iter().map(|(s, w)| (&s[..], *w)), &tokens);
+    drop(candidates);
     let mut supermerges = Vec::new();
     while tokens.len() - word_tokens.len() < n {
         let Some((pair, count)) = state.best(&tokens) else { break };
