@@ -182,3 +182,85 @@ def test_save_is_atomic(tmp_path, tok):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tok.model"]
     tok.save(tmp_path / "ok.model")
     assert superword.Tokenizer.load(tmp_path / "ok.model").vocab_size == tok.vocab_size
+
+
+# -- the Rust core's own edge cases -------------------------------------------------------------
+
+def test_threads_must_be_positive():
+    for bad in (0, -1):
+        with pytest.raises(ValueError, match="threads must be at least 1"):
+            superword.train(DOCS, 300, threads=bad)
+    with pytest.raises(TypeError, match="threads must be an int"):
+        superword.train(DOCS, 300, threads=1.5)
+
+
+def test_nul_bytes_and_a_huge_single_line(tmp_path, backend):
+    # NUL is ordinary text; a 20 MB line with no newline at all is one document
+    line = ("the cat\x00sat on the mat, " * 900_000)[:20_000_000]
+    path = tmp_path / "one_line.txt"
+    path.write_text(line, encoding="utf-8")
+    if backend == "reference":
+        line = line[:200_000]  # the reference is slow; the point here is the Rust reader
+        path.write_text(line, encoding="utf-8")
+    tok = superword.train(path, 300, "bpe", backend=backend)
+    assert tok.decode(tok.encode(line[:1000])) == line[:1000]
+
+
+def test_a_file_that_vanishes_before_it_is_read(tmp_path):
+    first, second = tmp_path / "a.txt", tmp_path / "b.txt"
+    first.write_text("hello world\n" * 10)
+    second.write_text("more text\n")
+    calls = []
+
+    def progress(stage, done, total):
+        if stage == "count" and not calls and second.exists():
+            calls.append(stage)
+            second.unlink()  # gone after the inputs were checked, before it is opened
+    with pytest.raises(FileNotFoundError, match=r"vanished while reading: .*b\.txt"):
+        superword.train([first, second], 300, backend="rust", progress=progress, threads=1)
+
+
+def test_a_panic_in_the_core_is_a_python_exception():
+    from superword import _core
+    with pytest.raises(RuntimeError, match="internal error in superword's Rust core"):
+        _core._panic_for_test()
+
+
+def test_ctrl_c_stops_a_training_from_inside_the_rust_core():
+    import signal
+    seen = []
+
+    def progress(stage, done, total):
+        if stage == "merges" and not seen:
+            seen.append(done)
+            signal.raise_signal(signal.SIGINT)  # as if the user pressed Ctrl-C now
+    docs = [f"document {i} with words like alpha{i % 97} beta{i % 89}" for i in range(20000)]
+    with pytest.raises(KeyboardInterrupt):
+        superword.train(docs, 20000, "bpe", backend="rust", progress=progress)
+    assert seen
+
+
+def test_ctrl_c_stops_a_long_training_promptly(tmp_path):
+    """A real SIGINT from outside, while the core works through an endless stream."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    script = (
+        "import itertools, superword\n"
+        "docs = itertools.cycle(['the quick brown fox %d jumps over the lazy dog' % i for i in range(1000)])\n"
+        "print('started', flush=True)\n"
+        "superword.train(docs, 5000, 'boundless')\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "started"
+    time.sleep(1.5)
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+    assert time.monotonic() - sent < 10
+    assert proc.returncode != 0 and "KeyboardInterrupt" in err

@@ -50,7 +50,8 @@ fn guard<T>(f: impl FnOnce() -> Result<T, Error>) -> PyResult<T> {
 /// Reports progress to an optional Python callable and checks for Ctrl-C, at most every 100 ms.
 struct PyControl {
     callback: Option<Py<PyAny>>,
-    last: Mutex<Option<Instant>>,
+    /// when and for which stage the last report went out
+    last: Mutex<Option<(Instant, String)>>,
     /// an exception raised by the callback or by a signal handler, re-raised at the seam
     error: Mutex<Option<PyErr>>,
 }
@@ -71,14 +72,16 @@ impl PyControl {
 impl Control for PyControl {
     fn progress(&self, stage: &str, done: u64, total: u64) -> Result<(), Error> {
         {
+            // report a new stage and a finished one at once, the rest at most every 100 ms
             let mut last = self.last.lock().unwrap();
             let now = Instant::now();
-            if let Some(t) = *last {
-                if now.duration_since(t) < Duration::from_millis(100) && !(total > 0 && done >= total) {
+            if let Some((t, s)) = &*last {
+                let finished = total > 0 && done >= total;
+                if s == stage && !finished && now.duration_since(*t) < Duration::from_millis(100) {
                     return Ok(());
                 }
             }
-            *last = Some(now);
+            *last = Some((now, stage.to_string()));
         }
         Python::attach(|py| {
             let result = py.check_signals().and_then(|_| match &self.callback {
@@ -405,6 +408,12 @@ fn script_table<'py>(py: Python<'py>) -> Bound<'py, PyBytes> {
     PyBytes::new(py, &table)
 }
 
+/// Panics inside the core, to test that a panic becomes a Python exception.
+#[pyfunction]
+fn _panic_for_test() -> PyResult<()> {
+    guard(|| -> Result<(), Error> { panic!("deliberate panic for the test suite") })
+}
+
 /// Version of the compiled core (must equal the Python package's `__version__`).
 #[pyfunction]
 fn version() -> &'static str {
@@ -420,6 +429,7 @@ fn script_names() -> Vec<String> {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
     m.add_function(wrap_pyfunction!(script_names, m)?)?;
     m.add_function(wrap_pyfunction!(script_table, m)?)?;
     m.add_function(wrap_pyfunction!(char_class_table, m)?)?;

@@ -59,7 +59,7 @@ class Pretokenizer:
                  scripts: Iterable[str] | None = None):
         self.main_pattern = main_pattern
         self.script_pattern = script_pattern
-        self._main = _compile(main_pattern, "pattern")
+        self._main = _Finder(main_pattern, "pattern")
         if script_pattern is None:
             if scripts is not None:
                 raise ValueError("scripts were given but no script-specific pattern: "
@@ -74,7 +74,7 @@ class Pretokenizer:
         if unknown:
             raise ValueError(f"unknown script name(s) {unknown}; use Unicode long names such as "
                              f"'Han', 'Thai' or 'Old_Italic'")
-        self._script = _compile(script_pattern, "script_pattern")
+        self._script = _Finder(script_pattern, "script_pattern")
         self._table = script_table()
         # one flag per script index: does this script use the script-specific pattern?
         self._specific = [name in self.scripts for name in known]
@@ -129,11 +129,22 @@ class Pretokenizer:
         return runs
 
 
-def _compile(pattern: str, what: str) -> "regex.Pattern[str]":
-    try:
-        return regex.compile(pattern)
-    except regex.error as exc:
-        raise ValueError(f"{what} is not a valid regular expression: {exc}") from None
+class _Finder:
+    """All non-empty matches of a pattern, in order.  ``findall`` is the fast path; a pattern
+    with capturing groups (whose ``findall`` would return the groups) or one that can match
+    the empty string goes through ``finditer``."""
+
+    def __init__(self, pattern: str, what: str):
+        try:
+            self.compiled = regex.compile(pattern)
+        except regex.error as exc:
+            raise ValueError(f"{what} is not a valid regular expression: {exc}") from None
+        self._plain = self.compiled.groups == 0 and self.compiled.match("") is None
+
+    def findall(self, text: str) -> list[str]:
+        if self._plain:
+            return self.compiled.findall(text)
+        return [m.group() for m in self.compiled.finditer(text) if m.end() > m.start()]
 
 
 def can_merge(token: bytes, merge_pattern: "regex.Pattern[str]") -> bool:
