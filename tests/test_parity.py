@@ -132,3 +132,15 @@ def test_rust_equals_reference(case, corpora, tmp_path):
     assert superword.train(path, vocab, algorithm, backend="rust", **kw).model_text() == ref.model_text()
     sample = docs[::7][:300]
     assert [one.encode_ordinary(d) for d in sample] == [ref.encode_ordinary(d) for d in sample]
+
+
+def test_thread_count_never_changes_the_model():
+    """Large enough that merges rewrite thousands of sequences in parallel groups."""
+    with gzip.open(need(DATA / "gutenberg_en_100M.txt.gz"), "rt", encoding="utf-8") as f:
+        docs = [next(f).rstrip("\n") for _ in range(40000)]
+    for algorithm, extra in [("bpe", {}), ("boundless", {}), ("superbpe", {"supermerges": 800})]:
+        one = superword.train(docs, 6000, algorithm, backend="rust", threads=1, **extra)
+        two = superword.train(docs, 6000, algorithm, backend="rust", threads=2, **extra)
+        assert one.model_text() == two.model_text()
+    ref = superword.train(docs[:12000], 3000, "boundless", backend="reference")
+    assert superword.train(docs[:12000], 3000, "boundless", threads=2).model_text() == ref.model_text()

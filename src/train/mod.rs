@@ -21,6 +21,7 @@ pub mod ngram;
 pub mod superbpe;
 
 use crate::error::Result;
+use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 
@@ -264,15 +265,20 @@ impl PairHeap {
 }
 
 /// Weighted token sequences with live pair counts, a pair -> sequences index and the heap.
+///
+/// Two kinds of parallel work, on the current rayon pool, neither of which changes a result:
+/// the pair table is split into one shard per thread (a pair's shard comes from its hash), so
+/// the initial count builds the shards side by side; and a merge that touches many sequences
+/// splits them into contiguous groups whose tokens (disjoint parts of the arena) are rewritten
+/// in parallel, each group returning its count changes.
 pub struct MergeState {
     /// all sequences back to back; merges only shorten them, in place
     data: Vec<TokenId>,
     /// start and current length of each sequence in `data`
     spans: Vec<(usize, u32)>,
     weights: Vec<u64>,
-    pairs: FxHashMap<Pair, PairInfo>,
+    shards: Vec<FxHashMap<Pair, PairInfo>>,
     heap: PairHeap,
-    delta: FxHashMap<Pair, i64>,
 }
 
 /// A live pair: its count and the sequences that may hold it (stale entries are allowed;
@@ -292,6 +298,128 @@ impl PairInfo {
     }
 }
 
+/// Below this many sequences a merge is applied on one thread.
+const PARALLEL_MERGE: usize = 4096;
+
+#[inline]
+fn shard_of(p: Pair, shards: usize) -> usize {
+    if shards == 1 {
+        return 0;
+    }
+    let h = ((p.0 as u64) << 32 | p.1 as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    (h >> 40) as usize % shards
+}
+
+/// What rewriting one group of sequences changed.
+#[derive(Default)]
+struct GroupChanges {
+    delta: FxHashMap<Pair, i64>,
+    /// new pairs holding the merged token, with the sequence they are in
+    notes: Vec<(Pair, u32)>,
+    /// new lengths of the rewritten sequences
+    lengths: Vec<(u32, u32)>,
+    became_single: bool,
+}
+
+/// Apply `pair` -> `merged` to the sequences `indices` (sorted), whose tokens lie in `data`,
+/// a slice of the arena starting at arena offset `base`.
+///
+/// Pair counts change only near each occurrence: a run of equal tokens counts ⌊k/2⌋
+/// whatever surrounds it, and a pair of two different tokens always counts once.  So each
+/// occurrence at `i` gets a window from the start of the run holding `i - 1` to the end of the
+/// run holding `i + 2`: its edges are run boundaries with unchanged tokens, and recounting the
+/// window before and after the merge gives the exact change.  Long candidates in phase 2 then
+/// cost per occurrence, not per token.
+fn rewrite_group(
+    data: &mut [TokenId],
+    base: usize,
+    spans: &[(usize, u32)],
+    weights: &[u64],
+    indices: &[u32],
+    pair: Pair,
+    merged: TokenId,
+) -> GroupChanges {
+    let mut out = GroupChanges::default();
+    let mut occurrences: Vec<usize> = Vec::new();
+    let mut windows: Vec<(usize, usize)> = Vec::new();
+    let mut new_seq: Vec<TokenId> = Vec::new();
+    for &index in indices {
+        let (start, len) = spans[index as usize];
+        let seq = &mut data[start - base..start - base + len as usize];
+        // 1. occurrences, left to right, non-overlapping
+        occurrences.clear();
+        let mut i = 0;
+        while i + 1 < seq.len() {
+            if seq[i] == pair.0 && seq[i + 1] == pair.1 {
+                occurrences.push(i);
+                i += 2;
+            } else {
+                i += 1;
+            }
+        }
+        if occurrences.is_empty() {
+            continue; // stale: the pair left this sequence earlier
+        }
+        let w = weights[index as usize] as i64;
+        // 2. windows around the occurrences, merged when they touch
+        windows.clear();
+        for &i in &occurrences {
+            let mut lo = i;
+            if i > 0 {
+                lo = i - 1;
+                while lo > 0 && seq[lo - 1] == seq[lo] {
+                    lo -= 1;
+                }
+            }
+            let mut hi = (i + 2).min(seq.len());
+            if hi < seq.len() {
+                hi += 1;
+                while hi < seq.len() && seq[hi] == seq[hi - 1] {
+                    hi += 1;
+                }
+            }
+            match windows.last_mut() {
+                Some(last) if lo <= last.1 => last.1 = last.1.max(hi),
+                _ => windows.push((lo, hi)),
+            }
+        }
+        // 3. the old windows' pairs go, the merged sequence is built
+        let delta = &mut out.delta;
+        for &(lo, hi) in &windows {
+            count_pairs(&seq[lo..hi], |p| *delta.entry(p).or_insert(0) -= w);
+        }
+        new_seq.clear();
+        let mut next = 0;
+        for &i in &occurrences {
+            new_seq.extend_from_slice(&seq[next..i]);
+            new_seq.push(merged);
+            next = i + 2;
+        }
+        new_seq.extend_from_slice(&seq[next..]);
+        // 4. the new windows' pairs come (positions shift by one per earlier occurrence)
+        let notes = &mut out.notes;
+        let mut before = 0; // occurrences left of the current window
+        for &(lo, hi) in &windows {
+            while before < occurrences.len() && occurrences[before] < lo {
+                before += 1;
+            }
+            let inside = occurrences[before..].iter().take_while(|&&i| i < hi).count();
+            let (nlo, nhi) = (lo - before, hi - before - inside);
+            count_pairs(&new_seq[nlo..nhi], |p| {
+                *delta.entry(p).or_insert(0) += w;
+                if p.0 == merged || p.1 == merged {
+                    notes.push((p, index));
+                }
+            });
+            before += inside;
+        }
+        seq[..new_seq.len()].copy_from_slice(&new_seq);
+        out.lengths.push((index, new_seq.len() as u32));
+        out.became_single |= new_seq.len() == 1;
+    }
+    out
+}
+
 impl MergeState {
     /// `seqs`: the sequences, each with its weight.
     pub fn new<'s>(seqs: impl IntoIterator<Item = (&'s [TokenId], u64)>, tokens: &Tokens) -> MergeState {
@@ -303,22 +431,44 @@ impl MergeState {
             data.extend_from_slice(seq);
             weights.push(w);
         }
-        let mut pairs: FxHashMap<Pair, PairInfo> = FxHashMap::default();
-        for (i, (&(start, len), &w)) in spans.iter().zip(&weights).enumerate() {
-            count_pairs(&data[start..start + len as usize], |p| {
-                let info = pairs.entry(p).or_default();
-                info.count += w;
-                info.note(i as u32);
-            });
-        }
-        let heap = PairHeap::from_vec(tokens, pairs.iter().map(|(&p, info)| (info.count, p)).collect());
-        MergeState { data, spans, weights, pairs, heap, delta: FxHashMap::default() }
+        let n_shards = rayon::current_num_threads().max(1);
+        let shards: Vec<FxHashMap<Pair, PairInfo>> = (0..n_shards)
+            .into_par_iter()
+            .map(|k| {
+                let mut map: FxHashMap<Pair, PairInfo> = FxHashMap::default();
+                for (i, (&(start, len), &w)) in spans.iter().zip(&weights).enumerate() {
+                    count_pairs(&data[start..start + len as usize], |p| {
+                        if shard_of(p, n_shards) == k {
+                            let info = map.entry(p).or_default();
+                            info.count += w;
+                            info.note(i as u32);
+                        }
+                    });
+                }
+                map
+            })
+            .collect();
+        let initial: Vec<(u64, Pair)> =
+            shards.iter().flat_map(|m| m.iter().map(|(&p, info)| (info.count, p))).collect();
+        let heap = PairHeap::from_vec(tokens, initial);
+        MergeState { data, spans, weights, shards, heap }
+    }
+
+    #[inline]
+    fn info(&self, p: &Pair) -> Option<&PairInfo> {
+        self.shards[shard_of(*p, self.shards.len())].get(p)
+    }
+
+    #[inline]
+    fn info_mut(&mut self, p: Pair) -> &mut PairInfo {
+        let n = self.shards.len();
+        self.shards[shard_of(p, n)].entry(p).or_default()
     }
 
     /// The pair to merge next and its count, or `None` when no pair is left.
     pub fn best(&mut self, tokens: &Tokens) -> Option<(Pair, u64)> {
         while let Some((count, pair)) = self.heap.peek() {
-            match self.pairs.get(&pair).map(|info| info.count) {
+            match self.info(&pair).map(|info| info.count) {
                 Some(live) if live == count => return Some((pair, count)),
                 Some(live) => {
                     // the count went down since this entry was pushed: push the live count
@@ -333,108 +483,67 @@ impl MergeState {
         None
     }
 
-    /// Apply `pair` (its result has id `merged`) everywhere.  Returns whether some sequence
-    /// became a single token (the merge's flag).
-    ///
-    /// Pair counts change only near each occurrence: a run of equal tokens counts ⌊k/2⌋
-    /// whatever surrounds it, and a pair of two different tokens always counts once.  So each
-    /// occurrence at `i` gets a window from the start of the run holding `i - 1` to the end of
-    /// the run holding `i + 2`: its edges are run boundaries with unchanged tokens, and
-    /// recounting the window before and after the merge gives the exact change.  Long
-    /// candidates in phase 2 then cost per occurrence, not per token.
+    /// Apply `pair` (its result has id `merged`) everywhere; see [`rewrite_group`].  Returns
+    /// whether some sequence became a single token (the merge's flag).
     pub fn merge(&mut self, pair: Pair, merged: TokenId, tokens: &Tokens) -> bool {
         // the pair's count stays until its delta takes it to zero
-        let mut indices = self.pairs.get_mut(&pair).map(|info| std::mem::take(&mut info.seqs)).unwrap_or_default();
+        let mut indices: Vec<u32> = std::mem::take(&mut self.info_mut(pair).seqs).into_vec();
         indices.sort_unstable();
         indices.dedup();
+        let groups = if indices.len() >= PARALLEL_MERGE { rayon::current_num_threads() } else { 1 };
+        let changes: Vec<GroupChanges> = if groups <= 1 {
+            vec![rewrite_group(&mut self.data, 0, &self.spans, &self.weights, &indices, pair, merged)]
+        } else {
+            // contiguous groups of sequences own disjoint, increasing parts of the arena
+            let per = indices.len().div_ceil(groups);
+            let mut parts: Vec<(&mut [TokenId], usize, &[u32])> = Vec::with_capacity(groups);
+            let mut rest: &mut [TokenId] = &mut self.data;
+            let mut rest_base = 0;
+            for chunk in indices.chunks(per) {
+                let (first, _) = self.spans[chunk[0] as usize];
+                let (last, len) = self.spans[*chunk.last().unwrap() as usize];
+                let (_, tail) = std::mem::take(&mut rest).split_at_mut(first - rest_base);
+                let (mine, tail) = tail.split_at_mut(last + len as usize - first);
+                parts.push((mine, first, chunk));
+                rest = tail;
+                rest_base = last + len as usize;
+            }
+            let (spans, weights) = (&self.spans, &self.weights);
+            parts
+                .into_par_iter()
+                .map(|(data, base, chunk)| rewrite_group(data, base, spans, weights, chunk, pair, merged))
+                .collect()
+        };
         let mut became_single = false;
-        let delta = &mut self.delta;
-        let mut occurrences: Vec<usize> = Vec::new();
-        let mut windows: Vec<(usize, usize)> = Vec::new();
-        let mut new_seq: Vec<TokenId> = Vec::new();
-        for &index in &indices {
-            let (start, len) = self.spans[index as usize];
-            let seq = &mut self.data[start..start + len as usize];
-            // 1. occurrences, left to right, non-overlapping
-            occurrences.clear();
-            let mut i = 0;
-            while i + 1 < seq.len() {
-                if seq[i] == pair.0 && seq[i + 1] == pair.1 {
-                    occurrences.push(i);
-                    i += 2;
-                } else {
-                    i += 1;
+        let mut delta: FxHashMap<Pair, i64> = FxHashMap::default();
+        for c in changes {
+            became_single |= c.became_single;
+            for (index, len) in c.lengths {
+                self.spans[index as usize].1 = len;
+            }
+            for (p, index) in c.notes {
+                self.info_mut(p).note(index);
+            }
+            if delta.is_empty() {
+                delta = c.delta;
+            } else {
+                for (p, d) in c.delta {
+                    *delta.entry(p).or_insert(0) += d;
                 }
             }
-            if occurrences.is_empty() {
-                continue; // stale: the pair left this sequence earlier
-            }
-            let w = self.weights[index as usize] as i64;
-            // 2. windows around the occurrences, merged when they touch
-            windows.clear();
-            for &i in &occurrences {
-                let mut lo = i;
-                if i > 0 {
-                    lo = i - 1;
-                    while lo > 0 && seq[lo - 1] == seq[lo] {
-                        lo -= 1;
-                    }
-                }
-                let mut hi = (i + 2).min(seq.len());
-                if hi < seq.len() {
-                    hi += 1;
-                    while hi < seq.len() && seq[hi] == seq[hi - 1] {
-                        hi += 1;
-                    }
-                }
-                match windows.last_mut() {
-                    Some(last) if lo <= last.1 => last.1 = last.1.max(hi),
-                    _ => windows.push((lo, hi)),
-                }
-            }
-            // 3. the old windows' pairs go, the merged sequence is built
-            for &(lo, hi) in &windows {
-                count_pairs(&seq[lo..hi], |p| *delta.entry(p).or_insert(0) -= w);
-            }
-            new_seq.clear();
-            let mut next = 0;
-            for &i in &occurrences {
-                new_seq.extend_from_slice(&seq[next..i]);
-                new_seq.push(merged);
-                next = i + 2;
-            }
-            new_seq.extend_from_slice(&seq[next..]);
-            // 4. the new windows' pairs come (positions shift by one per earlier occurrence)
-            let pairs = &mut self.pairs;
-            let mut before = 0; // occurrences left of the current window
-            for &(lo, hi) in &windows {
-                while before < occurrences.len() && occurrences[before] < lo {
-                    before += 1;
-                }
-                let inside = occurrences[before..].iter().take_while(|&&i| i < hi).count();
-                let (nlo, nhi) = (lo - before, hi - before - inside);
-                count_pairs(&new_seq[nlo..nhi], |p| {
-                    *delta.entry(p).or_insert(0) += w;
-                    if p.0 == merged || p.1 == merged {
-                        pairs.entry(p).or_default().note(index);
-                    }
-                });
-                before += inside;
-            }
-            seq[..new_seq.len()].copy_from_slice(&new_seq);
-            self.spans[index as usize].1 = new_seq.len() as u32;
-            became_single |= new_seq.len() == 1;
         }
         // (the heap's order is total, so the order of these updates does not matter)
-        for (p, d) in delta.drain() {
+        let n = self.shards.len();
+        for (p, d) in delta {
             if d == 0 {
                 continue;
             }
-            let info = self.pairs.entry(p).or_default();
+            let shard = &mut self.shards[shard_of(p, n)];
+            let info = shard.entry(p).or_default();
             let live = info.count as i64 + d;
             debug_assert!(live >= 0, "pair count below zero");
             if live <= 0 {
-                self.pairs.remove(&p);
+                shard.remove(&p);
             } else {
                 info.count = live as u64;
                 if d > 0 {
