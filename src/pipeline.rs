@@ -95,11 +95,6 @@ pub fn train(counts: Counts, config: &Config, control: &dyn Control, stats: &mut
         rendered.sort();
         ngrams = Some(rendered);
     }
-    if std::env::var_os("SUPERWORD_TRACE").is_some() {
-        let total: usize = candidates.iter().map(|c| c.0.len()).sum();
-        let weight: u64 = candidates.iter().map(|c| c.1).sum();
-        eprintln!("candidates: {} distinct, {} tokens, {} occurrences", candidates.len(), total, weight);
-    }
     control.progress("candidates", candidates.len() as u64, candidates.len() as u64)?;
     stats.push(("candidates", clock.elapsed().as_secs_f64()));
 

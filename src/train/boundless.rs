@@ -1,6 +1,21 @@
 //! Phase 2 of BoundlessBPE (SPEC section 4, the paper's Algorithm 1), as
 //! `reference/boundless.py`: replay the word model's merges, letting the best supermerge win
 //! a step only with a strictly higher count.
+//!
+//! A shortcut the reference does not need: a supermerge wins only with a count above the
+//! next regular merge's, and no regular merge counts less than the last one, `T`.  Take two
+//! neighbouring pretokens `A != B` whose pair occurs at most `T` times in all candidates.  Any
+//! pair that would ever straddle that spot (a token ending in `A`, one starting with `B`)
+//! occurs at most as often as `A B` does, so it can never win while regular merges remain.
+//! The candidates are therefore cut at such spots before phase 2 (runs of one token are never
+//! cut, since ⌊k/2⌋ does not bound them).  The pieces are short and shared, so phase 2 works on
+//! far fewer sequences; a piece remembers whether it is a whole candidate, for the merge flag.
+//! Should the regular merges run out before the vocabulary is full (possible only when merges
+//! produce bytes already in the vocabulary), the uncut candidates are restored and the
+//! supermerges so far replayed on them.
+
+use rayon::prelude::*;
+use rustc_hash::FxHashMap;
 
 use super::{Control, MergeState, TokenId, Tokens, TrainMerge};
 use crate::error::Result;
@@ -17,6 +32,93 @@ pub struct Boundless {
     pub counts: Vec<u64>,
 }
 
+/// Counts of pairs of two different tokens over the candidates.
+fn distinct_pair_counts(candidates: &[(Box<[TokenId]>, u64)]) -> Vec<FxHashMap<(TokenId, TokenId), u64>> {
+    let shards = rayon::current_num_threads().max(1);
+    (0..shards)
+        .into_par_iter()
+        .map(|k| {
+            let mut map: FxHashMap<(TokenId, TokenId), u64> = FxHashMap::default();
+            for (seq, w) in candidates {
+                for p in seq.windows(2) {
+                    if p[0] != p[1] && (p[0] as usize ^ p[1] as usize) % shards == k {
+                        *map.entry((p[0], p[1])).or_insert(0) += w;
+                    }
+                }
+            }
+            map
+        })
+        .collect()
+}
+
+/// The candidates cut where a pair of different tokens occurs at most `threshold` times:
+/// pieces of two or more tokens (aggregated, with "is a whole candidate"), and the weight of
+/// each token standing alone as a one-token piece.
+#[allow(clippy::type_complexity)]
+fn cut(
+    candidates: &[(Box<[TokenId]>, u64)],
+    threshold: u64,
+    n_tokens: usize,
+) -> (Vec<(Box<[TokenId]>, u64, bool)>, Vec<u64>) {
+    let counts = distinct_pair_counts(candidates);
+    let shards = counts.len();
+    let weak = |a: TokenId, b: TokenId| {
+        a != b && counts[(a as usize ^ b as usize) % shards].get(&(a, b)).is_none_or(|&c| c <= threshold)
+    };
+    let cut_part = |part: &[(Box<[TokenId]>, u64)]| {
+        let mut pieces: FxHashMap<(Box<[TokenId]>, bool), u64> = FxHashMap::default();
+        let mut alone = vec![0u64; n_tokens];
+        for (seq, w) in part {
+            let mut start = 0;
+            for i in 1..=seq.len() {
+                if i == seq.len() || weak(seq[i - 1], seq[i]) {
+                    let piece = &seq[start..i];
+                    if piece.len() == 1 {
+                        alone[piece[0] as usize] += w;
+                    } else {
+                        let whole = piece.len() == seq.len();
+                        *pieces.entry((piece.into(), whole)).or_insert(0) += w;
+                    }
+                    start = i;
+                }
+            }
+        }
+        (pieces, alone)
+    };
+    let per = candidates.len().div_ceil(shards).max(1);
+    let (pieces, alone) = candidates
+        .par_chunks(per)
+        .map(cut_part)
+        .reduce(
+            || (FxHashMap::default(), vec![0u64; n_tokens]),
+            |(mut a, mut a_alone), (b, b_alone)| {
+                if a.len() < b.len() {
+                    return merge_into(b, b_alone, a, a_alone);
+                }
+                for (k, w) in b {
+                    *a.entry(k).or_insert(0) += w;
+                }
+                for (x, y) in a_alone.iter_mut().zip(b_alone) {
+                    *x += y;
+                }
+                (a, a_alone)
+            },
+        );
+    (pieces.into_iter().map(|((s, whole), w)| (s, w, whole)).collect(), alone)
+}
+
+type Pieces = FxHashMap<(Box<[TokenId]>, bool), u64>;
+
+fn merge_into(mut big: Pieces, mut big_alone: Vec<u64>, small: Pieces, small_alone: Vec<u64>) -> (Pieces, Vec<u64>) {
+    for (k, w) in small {
+        *big.entry(k).or_insert(0) += w;
+    }
+    for (x, y) in big_alone.iter_mut().zip(small_alone) {
+        *x += y;
+    }
+    (big, big_alone)
+}
+
 /// `candidates` are sequences of word-model token ids (`word_tokens`); the word model's merges
 /// are `word_merges` (in `word_tokens` ids) and its size `target`.
 pub fn train_boundless(
@@ -28,11 +130,19 @@ pub fn train_boundless(
 ) -> Result<Boundless> {
     // phase-2 token ids start as the word model's, so candidates need no translation
     let mut tokens = word_tokens.clone();
-    let mut state = MergeState::new(candidates.iter().map(|(s, w)| (&s[..], *w)), &tokens);
-    drop(candidates);
+    let threshold = word_merges.last().map(|m| m.count);
+    let (mut state, mut alone) = match threshold {
+        Some(t) => {
+            let (pieces, alone) = cut(&candidates, t, tokens.len());
+            (MergeState::with_pieces(pieces.iter().map(|(s, w, whole)| (&s[..], *w, *whole)), &tokens), alone)
+        }
+        None => (MergeState::new(candidates.iter().map(|(s, w)| (&s[..], *w)), &tokens), Vec::new()),
+    };
+    let mut is_cut = threshold.is_some();
     let mut vocab: Vec<(Vec<u8>, bool)> = (0..243).map(|id| (tokens.bytes(id).to_vec(), false)).collect();
     let mut known: rustc_hash::FxHashSet<Vec<u8>> = vocab.iter().map(|v| v.0.clone()).collect();
-    let mut supermerges = Vec::new();
+    let mut supermerges: Vec<TrainMerge> = Vec::new();
+    let mut merged_ids: Vec<TokenId> = Vec::new();
     let mut used = 0;
     let mut add = |bytes: Vec<u8>, sup: bool, vocab: &mut Vec<(Vec<u8>, bool)>| {
         if known.insert(bytes.clone()) {
@@ -40,6 +150,15 @@ pub fn train_boundless(
         }
     };
     while vocab.len() < target {
+        if is_cut && used == word_merges.len() {
+            // regular merges ran out: every pair matters again (see the module notes)
+            state = MergeState::new(candidates.iter().map(|(s, w)| (&s[..], *w)), &tokens);
+            for (m, &id) in supermerges.iter().zip(&merged_ids) {
+                state.merge(m.pair, id, &tokens);
+            }
+            alone.clear();
+            is_cut = false;
+        }
         let regular = word_merges.get(used).map_or(-1, |m| m.count as i128);
         match state.best(&tokens) {
             Some((pair, count)) if count as i128 > regular => {
@@ -47,6 +166,7 @@ pub fn train_boundless(
                 let (id, _) = tokens.add(&merged);
                 let flag = state.merge(pair, id, &tokens);
                 supermerges.push(TrainMerge { pair, count, flag });
+                merged_ids.push(id);
                 add(merged, true, &mut vocab);
             }
             _ if used < word_merges.len() => {
@@ -61,6 +181,9 @@ pub fn train_boundless(
         }
     }
     control.progress("phase2", (vocab.len() - 243) as u64, (target - 243) as u64)?;
-    let counts = state.token_counts(tokens.len());
+    let mut counts = state.token_counts(tokens.len());
+    for (t, w) in alone.into_iter().enumerate() {
+        counts[t] += w;
+    }
     Ok(Boundless { used, supermerges, phase2_tokens: tokens, vocab, counts })
 }

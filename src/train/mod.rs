@@ -277,6 +277,9 @@ pub struct MergeState {
     /// start and current length of each sequence in `data`
     spans: Vec<(usize, u32)>,
     weights: Vec<u64>,
+    /// per sequence: is it a whole word or candidate (not a piece of one)?  Only a whole
+    /// sequence that becomes one token sets a merge's flag.
+    whole: Vec<bool>,
     shards: Vec<FxHashMap<Pair, PairInfo>>,
     heap: PairHeap,
 }
@@ -330,11 +333,13 @@ struct GroupChanges {
 /// run holding `i + 2`: its edges are run boundaries with unchanged tokens, and recounting the
 /// window before and after the merge gives the exact change.  Long candidates in phase 2 then
 /// cost per occurrence, not per token.
+#[allow(clippy::too_many_arguments)]
 fn rewrite_group(
     data: &mut [TokenId],
     base: usize,
     spans: &[(usize, u32)],
     weights: &[u64],
+    whole: &[bool],
     indices: &[u32],
     pair: Pair,
     merged: TokenId,
@@ -415,21 +420,28 @@ fn rewrite_group(
         }
         seq[..new_seq.len()].copy_from_slice(&new_seq);
         out.lengths.push((index, new_seq.len() as u32));
-        out.became_single |= new_seq.len() == 1;
+        out.became_single |= new_seq.len() == 1 && whole[index as usize];
     }
     out
 }
 
 impl MergeState {
-    /// `seqs`: the sequences, each with its weight.
+    /// `seqs`: the sequences, each with its weight; all whole.
     pub fn new<'s>(seqs: impl IntoIterator<Item = (&'s [TokenId], u64)>, tokens: &Tokens) -> MergeState {
+        Self::with_pieces(seqs.into_iter().map(|(s, w)| (s, w, true)), tokens)
+    }
+
+    /// `seqs`: the sequences, each with its weight and whether it is whole (see `whole`).
+    pub fn with_pieces<'s>(seqs: impl IntoIterator<Item = (&'s [TokenId], u64, bool)>, tokens: &Tokens) -> MergeState {
         let mut data = Vec::new();
         let mut spans = Vec::new();
         let mut weights = Vec::new();
-        for (seq, w) in seqs {
+        let mut whole = Vec::new();
+        for (seq, w, is_whole) in seqs {
             spans.push((data.len(), seq.len() as u32));
             data.extend_from_slice(seq);
             weights.push(w);
+            whole.push(is_whole);
         }
         let n_shards = rayon::current_num_threads().max(1);
         let shards: Vec<FxHashMap<Pair, PairInfo>> = (0..n_shards)
@@ -451,7 +463,7 @@ impl MergeState {
         let initial: Vec<(u64, Pair)> =
             shards.iter().flat_map(|m| m.iter().map(|(&p, info)| (info.count, p))).collect();
         let heap = PairHeap::from_vec(tokens, initial);
-        MergeState { data, spans, weights, shards, heap }
+        MergeState { data, spans, weights, whole, shards, heap }
     }
 
     #[inline]
@@ -492,7 +504,7 @@ impl MergeState {
         indices.dedup();
         let groups = if indices.len() >= PARALLEL_MERGE { rayon::current_num_threads() } else { 1 };
         let changes: Vec<GroupChanges> = if groups <= 1 {
-            vec![rewrite_group(&mut self.data, 0, &self.spans, &self.weights, &indices, pair, merged)]
+            vec![rewrite_group(&mut self.data, 0, &self.spans, &self.weights, &self.whole, &indices, pair, merged)]
         } else {
             // contiguous groups of sequences own disjoint, increasing parts of the arena
             let per = indices.len().div_ceil(groups);
@@ -508,10 +520,10 @@ impl MergeState {
                 rest = tail;
                 rest_base = last + len as usize;
             }
-            let (spans, weights) = (&self.spans, &self.weights);
+            let (spans, weights, whole) = (&self.spans, &self.weights, &self.whole);
             parts
                 .into_par_iter()
-                .map(|(data, base, chunk)| rewrite_group(data, base, spans, weights, chunk, pair, merged))
+                .map(|(data, base, chunk)| rewrite_group(data, base, spans, weights, whole, chunk, pair, merged))
                 .collect()
         };
         let mut became_single = false;
