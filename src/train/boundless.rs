@@ -10,9 +10,9 @@
 //! The candidates are therefore cut at such spots before phase 2 (runs of one token are never
 //! cut, since ⌊k/2⌋ does not bound them).  The pieces are short and shared, so phase 2 works on
 //! far fewer sequences; a piece remembers whether it is a whole candidate, for the merge flag.
-//! Should the regular merges run out before the vocabulary is full (possible only when merges
-//! produce bytes already in the vocabulary), the uncut candidates are restored and the
-//! supermerges so far replayed on them.
+//! (The regular merges never run out before the vocabulary is full: the target is the word
+//! model's size, and a replayed merge adds no token only when a supermerge already added its
+//! bytes.  So "while regular merges remain" covers the whole of phase 2.)
 
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
@@ -128,21 +128,31 @@ pub fn train_boundless(
     candidates: Vec<(Box<[TokenId]>, u64)>,
     control: &dyn Control,
 ) -> Result<Boundless> {
+    train(word_tokens, word_merges, target, candidates, control, true)
+}
+
+fn train(
+    word_tokens: &Tokens,
+    word_merges: &[TrainMerge],
+    target: usize,
+    candidates: Vec<(Box<[TokenId]>, u64)>,
+    control: &dyn Control,
+    allow_cut: bool,
+) -> Result<Boundless> {
     // phase-2 token ids start as the word model's, so candidates need no translation
     let mut tokens = word_tokens.clone();
-    let threshold = word_merges.last().map(|m| m.count);
-    let (mut state, mut alone) = match threshold {
+    let threshold = word_merges.last().map(|m| m.count).filter(|_| allow_cut);
+    let (mut state, alone) = match threshold {
         Some(t) => {
             let (pieces, alone) = cut(&candidates, t, tokens.len());
             (MergeState::with_pieces(pieces.iter().map(|(s, w, whole)| (&s[..], *w, *whole)), &tokens), alone)
         }
         None => (MergeState::new(candidates.iter().map(|(s, w)| (&s[..], *w)), &tokens), Vec::new()),
     };
-    let mut is_cut = threshold.is_some();
+    drop(candidates);
     let mut vocab: Vec<(Vec<u8>, bool)> = (0..243).map(|id| (tokens.bytes(id).to_vec(), false)).collect();
     let mut known: rustc_hash::FxHashSet<Vec<u8>> = vocab.iter().map(|v| v.0.clone()).collect();
     let mut supermerges: Vec<TrainMerge> = Vec::new();
-    let mut merged_ids: Vec<TokenId> = Vec::new();
     let mut used = 0;
     let mut add = |bytes: Vec<u8>, sup: bool, vocab: &mut Vec<(Vec<u8>, bool)>| {
         if known.insert(bytes.clone()) {
@@ -150,15 +160,6 @@ pub fn train_boundless(
         }
     };
     while vocab.len() < target {
-        if is_cut && used == word_merges.len() {
-            // regular merges ran out: every pair matters again (see the module notes)
-            state = MergeState::new(candidates.iter().map(|(s, w)| (&s[..], *w)), &tokens);
-            for (m, &id) in supermerges.iter().zip(&merged_ids) {
-                state.merge(m.pair, id, &tokens);
-            }
-            alone.clear();
-            is_cut = false;
-        }
         let regular = word_merges.get(used).map_or(-1, |m| m.count as i128);
         match state.best(&tokens) {
             Some((pair, count)) if count as i128 > regular => {
@@ -166,7 +167,6 @@ pub fn train_boundless(
                 let (id, _) = tokens.add(&merged);
                 let flag = state.merge(pair, id, &tokens);
                 supermerges.push(TrainMerge { pair, count, flag });
-                merged_ids.push(id);
                 add(merged, true, &mut vocab);
             }
             _ if used < word_merges.len() => {
@@ -174,7 +174,7 @@ pub fn train_boundless(
                 add([word_tokens.bytes(l), word_tokens.bytes(r)].concat(), false, &mut vocab);
                 used += 1;
             }
-            _ => break, // nothing left to add (degenerate corpora only)
+            _ => break, // unreachable with target = the word model's size (see above)
         }
         if vocab.len() % 256 == 0 {
             control.progress("phase2", (vocab.len() - 243) as u64, (target - 243) as u64)?;
@@ -186,4 +186,55 @@ pub fn train_boundless(
         counts[t] += w;
     }
     Ok(Boundless { used, supermerges, phase2_tokens: tokens, vocab, counts })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::train::Silent;
+
+    /// A small deterministic generator (xorshift), so the test needs no dependency.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self, n: u64) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0 % n
+        }
+    }
+
+    fn same(a: &Boundless, b: &Boundless) -> bool {
+        a.used == b.used && a.supermerges == b.supermerges && a.vocab == b.vocab && a.counts == b.counts
+    }
+
+    #[test]
+    fn cutting_never_changes_the_result() {
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+        for round in 0..300 {
+            // pretoken-level tokens: 12 one-letter "words" plus their pairs as regular tokens
+            let mut tokens = Tokens::base();
+            let letters: Vec<TokenId> = (b'a'..=b'l').map(|b| tokens.id(&[b]).unwrap()).collect();
+            let mut merges = Vec::new();
+            let mut count = 40 + rng.next(40);
+            for _ in 0..rng.next(12) + 1 {
+                let (l, r) = (letters[rng.next(12) as usize], letters[rng.next(12) as usize]);
+                let bytes = [tokens.bytes(l), tokens.bytes(r)].concat();
+                tokens.add(&bytes);
+                merges.push(TrainMerge { pair: (l, r), count, flag: false });
+                count -= rng.next(count / 3 + 1).min(count - 1);
+            }
+            let mut candidates: FxHashMap<Box<[TokenId]>, u64> = FxHashMap::default();
+            for _ in 0..rng.next(40) + 1 {
+                let len = 2 + rng.next(7) as usize;
+                let seq: Box<[TokenId]> = (0..len).map(|_| letters[rng.next(5 + round % 7) as usize]).collect();
+                *candidates.entry(seq).or_insert(0) += 1 + rng.next(9);
+            }
+            let candidates: Vec<(Box<[TokenId]>, u64)> = candidates.into_iter().collect();
+            let target = tokens.len();
+            let with_cut = train(&tokens, &merges, target, candidates.clone(), &Silent, true).unwrap();
+            let without = train(&tokens, &merges, target, candidates, &Silent, false).unwrap();
+            assert!(same(&with_cut, &without), "round {round}");
+        }
+    }
 }
