@@ -117,7 +117,10 @@ pub fn train(counts: Counts, config: &Config, control: &dyn Control, stats: &mut
             }
         }
         Algorithm::SuperBpe(n) => {
-            let s = train_superbpe(&word.tokens, candidates, n, control)?;
+            // cutting at half the last regular merge's count is a guess that rarely needs
+            // the exact fallback (any threshold gives the same model)
+            let threshold = word.merges.last().map_or(0, |m| m.count / 2);
+            let s = train_superbpe(&word.tokens, candidates, n, threshold, control)?;
             Model {
                 kind: Kind::SuperBpe,
                 settings: config.settings.clone(),

@@ -1,6 +1,7 @@
 //! Supermerge candidates (SPEC section 3): the letter runs collected while counting, cut at
 //! pretokens that are not eligible (not a reachable word token), as `reference/candidates.py`.
 
+use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use super::TokenId;
@@ -32,4 +33,91 @@ pub fn supermerge_candidates(
         }
     }
     out
+}
+
+/// Counts of pairs of two different tokens over the candidates.
+fn distinct_pair_counts(candidates: &[(Box<[TokenId]>, u64)]) -> Vec<FxHashMap<(TokenId, TokenId), u64>> {
+    let shards = rayon::current_num_threads().max(1);
+    (0..shards)
+        .into_par_iter()
+        .map(|k| {
+            let mut map: FxHashMap<(TokenId, TokenId), u64> = FxHashMap::default();
+            for (seq, w) in candidates {
+                for p in seq.windows(2) {
+                    if p[0] != p[1] && (p[0] as usize ^ p[1] as usize) % shards == k {
+                        *map.entry((p[0], p[1])).or_insert(0) += w;
+                    }
+                }
+            }
+            map
+        })
+        .collect()
+}
+
+/// The candidates cut where a pair of different tokens occurs at most `threshold` times:
+/// pieces of two or more tokens (aggregated, with "is a whole candidate"), and the weight of
+/// each token standing alone as a one-token piece.
+#[allow(clippy::type_complexity)]
+pub fn cut(
+    candidates: &[(Box<[TokenId]>, u64)],
+    threshold: u64,
+    n_tokens: usize,
+) -> (Vec<(Box<[TokenId]>, u64, bool)>, Vec<u64>) {
+    let counts = distinct_pair_counts(candidates);
+    let shards = counts.len();
+    let weak = |a: TokenId, b: TokenId| {
+        a != b && counts[(a as usize ^ b as usize) % shards].get(&(a, b)).is_none_or(|&c| c <= threshold)
+    };
+    let cut_part = |part: &[(Box<[TokenId]>, u64)]| {
+        let mut pieces: FxHashMap<(Box<[TokenId]>, bool), u64> = FxHashMap::default();
+        let mut alone = vec![0u64; n_tokens];
+        for (seq, w) in part {
+            let mut start = 0;
+            for i in 1..=seq.len() {
+                if i == seq.len() || weak(seq[i - 1], seq[i]) {
+                    let piece = &seq[start..i];
+                    if piece.len() == 1 {
+                        alone[piece[0] as usize] += w;
+                    } else {
+                        let whole = piece.len() == seq.len();
+                        *pieces.entry((piece.into(), whole)).or_insert(0) += w;
+                    }
+                    start = i;
+                }
+            }
+        }
+        (pieces, alone)
+    };
+    let per = candidates.len().div_ceil(shards).max(1);
+    let (pieces, alone) = candidates
+        .par_chunks(per)
+        .map(cut_part)
+        .reduce(
+            || (FxHashMap::default(), vec![0u64; n_tokens]),
+            |(mut a, mut a_alone), (b, b_alone)| {
+                if a.len() < b.len() {
+                    return merge_into(b, b_alone, a, a_alone);
+                }
+                for (k, w) in b {
+                    *a.entry(k).or_insert(0) += w;
+                }
+                for (x, y) in a_alone.iter_mut().zip(b_alone) {
+                    *x += y;
+                }
+                (a, a_alone)
+            },
+        );
+    (pieces.into_iter().map(|((s, whole), w)| (s, w, whole)).collect(), alone)
+}
+
+type Pieces = FxHashMap<(Box<[TokenId]>, bool), u64>;
+
+fn merge_into(mut big: Pieces, mut big_alone: Vec<u64>, small: Pieces, small_alone: Vec<u64>) -> (Pieces, Vec<u64>) {
+    for (k, w) in small {
+        *big.entry(k).or_insert(0) += w;
+    }
+    for (x, y) in big_alone.iter_mut().zip(small_alone) {
+        *x += y;
+    }
+    (big, big_alone)
 }

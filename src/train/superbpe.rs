@@ -1,6 +1,13 @@
 //! Phase 2 of SuperBPE (SPEC section 5): exactly `n` supermerges on top of the word model,
 //! as `reference/superbpe.py`.
+//!
+//! The same shortcut as BoundlessBPE's (see `boundless.rs`), with a guessed threshold: the
+//! candidates are cut where a pair of two different tokens occurs at most `t` times, which
+//! cannot change a choice while the best pair counts more than `t`.  If SuperBPE still needs
+//! supermerges when the best count has fallen to `t`, the uncut candidates are restored, the
+//! supermerges so far replayed on them, and training goes on exactly.
 
+use super::candidates::cut;
 use super::{Control, MergeState, TokenId, Tokens, TrainMerge};
 use crate::error::Result;
 
@@ -11,27 +18,88 @@ pub struct SuperBpe {
     pub counts: Vec<u64>,
 }
 
+/// `threshold`: where to cut the candidates (0: do not cut).  Any value gives the same model.
 pub fn train_superbpe(
     word_tokens: &Tokens,
     candidates: Vec<(Box<[TokenId]>, u64)>,
     n: usize,
+    threshold: u64,
     control: &dyn Control,
 ) -> Result<SuperBpe> {
     let mut tokens = word_tokens.clone();
-    let mut state = MergeState::new(candidates.iter().map(|(s, w)| (&s[..], *w)), &tokens);
-    drop(candidates);
-    let mut supermerges = Vec::new();
+    let uncut = |tokens: &Tokens| MergeState::new(candidates.iter().map(|(s, w)| (&s[..], *w)), tokens);
+    let (mut state, mut alone) = if threshold > 0 {
+        let (pieces, alone) = cut(&candidates, threshold, tokens.len());
+        (MergeState::with_pieces(pieces.iter().map(|(s, w, whole)| (&s[..], *w, *whole)), &tokens), alone)
+    } else {
+        (uncut(&tokens), Vec::new())
+    };
+    let mut is_cut = threshold > 0;
+    let mut supermerges: Vec<TrainMerge> = Vec::new();
+    let mut merged_ids: Vec<TokenId> = Vec::new();
     while tokens.len() - word_tokens.len() < n {
-        let Some((pair, count)) = state.best(&tokens) else { break };
+        let best = state.best(&tokens);
+        if is_cut && best.is_none_or(|(_, count)| count <= threshold) {
+            // pairs that were cut away may matter now: continue on the uncut candidates
+            state = uncut(&tokens);
+            for (m, &id) in supermerges.iter().zip(&merged_ids) {
+                state.merge(m.pair, id, &tokens);
+            }
+            alone.clear();
+            is_cut = false;
+            continue;
+        }
+        let Some((pair, count)) = best else { break };
         let merged: Vec<u8> = [tokens.bytes(pair.0), tokens.bytes(pair.1)].concat();
         let (id, _) = tokens.add(&merged);
         let flag = state.merge(pair, id, &tokens);
         supermerges.push(TrainMerge { pair, count, flag });
+        merged_ids.push(id);
         if supermerges.len() % 256 == 0 {
             control.progress("phase2", (tokens.len() - word_tokens.len()) as u64, n as u64)?;
         }
     }
     control.progress("phase2", (tokens.len() - word_tokens.len()) as u64, n as u64)?;
-    let counts = state.token_counts(tokens.len());
+    let mut counts = state.token_counts(tokens.len());
+    for (t, w) in alone.into_iter().enumerate() {
+        counts[t] += w;
+    }
     Ok(SuperBpe { supermerges, tokens, counts })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::train::Silent;
+    use rustc_hash::FxHashMap;
+
+    #[test]
+    fn any_threshold_gives_the_same_model() {
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n
+        };
+        for round in 0..200 {
+            let tokens = Tokens::base();
+            let letters: Vec<TokenId> = (b'a'..=b'h').map(|b| tokens.id(&[b]).unwrap()).collect();
+            let mut candidates: FxHashMap<Box<[TokenId]>, u64> = FxHashMap::default();
+            for _ in 0..next(50) + 1 {
+                let len = 2 + next(6) as usize;
+                let seq: Box<[TokenId]> = (0..len).map(|_| letters[next(3 + round % 6) as usize]).collect();
+                *candidates.entry(seq).or_insert(0) += 1 + next(12);
+            }
+            let candidates: Vec<(Box<[TokenId]>, u64)> = candidates.into_iter().collect();
+            let n = 1 + next(15) as usize;
+            let exact = train_superbpe(&tokens, candidates.clone(), n, 0, &Silent).unwrap();
+            for t in [1, 3, 8, 1000] {
+                let cut = train_superbpe(&tokens, candidates.clone(), n, t, &Silent).unwrap();
+                assert_eq!(cut.supermerges, exact.supermerges, "round {round}, threshold {t}");
+                assert_eq!(cut.tokens.to_vec(), exact.tokens.to_vec());
+                assert_eq!(cut.counts, exact.counts);
+            }
+        }
+    }
 }
