@@ -52,10 +52,35 @@ fn classes() -> &'static Classes {
     })
 }
 
+/// ASCII classes, fixed at compile time (the hot path never touches the table).
+const ASCII: [u8; 128] = {
+    let mut t = [0u8; 128];
+    let mut i = 0;
+    while i < 128 {
+        let b = i as u8;
+        t[i] = if b.is_ascii_uppercase() {
+            LU
+        } else if b.is_ascii_lowercase() {
+            LL
+        } else if b.is_ascii_digit() {
+            N
+        } else if matches!(b, b'\t' | b'\n' | 0x0B | 0x0C | b'\r' | b' ') {
+            WS
+        } else {
+            0
+        };
+        i += 1;
+    }
+    t
+};
+
 /// The class bits of a character.
 #[inline]
 pub fn bits(c: char) -> u8 {
     let cp = c as u32;
+    if cp < 0x80 {
+        return ASCII[cp as usize];
+    }
     if cp < 0x10000 {
         return classes().bmp[cp as usize];
     }
@@ -76,6 +101,13 @@ pub fn bits(c: char) -> u8 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_ascii_shortcut_agrees_with_the_table() {
+        for cp in 0..0x80u32 {
+            assert_eq!(bits(char::from_u32(cp).unwrap()), classes().bmp[cp as usize], "U+{cp:04X}");
+        }
+    }
 
     #[test]
     fn examples() {
