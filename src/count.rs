@@ -10,8 +10,12 @@
 //! number of threads or on the sharing.
 //!
 //! Phase 2 needs the runs, and the input may be a Python iterator that can be read only once,
-//! so the runs are kept (as pretoken ids) instead of re-reading the corpus.  They cost memory
-//! only for BoundlessBPE and SuperBPE; plain BPE does not collect them.
+//! so the runs are kept (as pretoken ids, aggregated) instead of re-reading the corpus.  They
+//! cost memory only for BoundlessBPE and SuperBPE; plain BPE does not collect them.  Measured
+//! on 100 MB of Gutenberg text: 2.7 M distinct runs; peak RSS 185 MB for BPE and 570 MB for
+//! BoundlessBPE at 32,768 (the runs, then the candidates and phase 2's tables).  Re-reading
+//! files instead would save the runs' share but pay pre-tokenization twice (0.7 s here) and
+//! still not work for iterators.
 
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;

@@ -5,6 +5,8 @@
 
 use std::time::Instant;
 
+use rayon::prelude::*;
+
 use crate::count::Counts;
 use crate::encode::Encoder;
 use crate::error::{Error, Result};
@@ -80,7 +82,7 @@ pub fn train(counts: Counts, config: &Config, control: &dyn Control, stats: &mut
     let clock = Instant::now();
     let encoder = Encoder::new(&word_model, false)?;
     let token_of: Vec<Option<TokenId>> =
-        words.iter().map(|(w, _)| encoder.single_token(w.as_bytes())).collect();
+        words.par_iter().map(|(w, _)| encoder.single_token(w.as_bytes())).collect();
     drop(words);
     let mut candidates: Vec<(Box<[TokenId]>, u64)> = supermerge_candidates(&runs, &token_of).into_iter().collect();
     drop(runs);

@@ -13,26 +13,35 @@ pub fn supermerge_candidates(
     runs: &[(Vec<u32>, FxHashMap<Box<[u32]>, u64>)],
     token_of: &[Option<TokenId>],
 ) -> FxHashMap<Box<[TokenId]>, u64> {
-    let mut out: FxHashMap<Box<[TokenId]>, u64> = FxHashMap::default();
-    let mut piece: Vec<TokenId> = Vec::new();
-    let mut flush = |piece: &mut Vec<TokenId>, count: u64| {
-        if piece.len() >= 2 {
-            *out.entry(piece.as_slice().into()).or_insert(0) += count;
-        }
-        piece.clear();
-    };
-    for (remap, table) in runs {
-        for (run, count) in table {
-            for &pretoken in run.iter() {
-                match token_of[remap[pretoken as usize] as usize] {
-                    Some(t) => piece.push(t),
-                    None => flush(&mut piece, *count),
+    // each counting table's runs are cut in parallel; the tables' candidates are then added up
+    runs.par_iter()
+        .map(|(remap, table)| {
+            let mut out: FxHashMap<Box<[TokenId]>, u64> = FxHashMap::default();
+            let mut piece: Vec<TokenId> = Vec::new();
+            let mut flush = |piece: &mut Vec<TokenId>, count: u64| {
+                if piece.len() >= 2 {
+                    *out.entry(piece.as_slice().into()).or_insert(0) += count;
                 }
+                piece.clear();
+            };
+            for (run, count) in table {
+                for &pretoken in run.iter() {
+                    match token_of[remap[pretoken as usize] as usize] {
+                        Some(t) => piece.push(t),
+                        None => flush(&mut piece, *count),
+                    }
+                }
+                flush(&mut piece, *count);
             }
-            flush(&mut piece, *count);
-        }
-    }
-    out
+            out
+        })
+        .reduce(FxHashMap::default, |a, b| {
+            let (mut big, small) = if a.len() >= b.len() { (a, b) } else { (b, a) };
+            for (k, w) in small {
+                *big.entry(k).or_insert(0) += w;
+            }
+            big
+        })
 }
 
 /// Counts of pairs of two different tokens over the candidates.
