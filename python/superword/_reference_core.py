@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from typing import Iterable
 
+import regex
+
 from .reference import encode as _encode
 from .reference import model as _model
+from .reference import ranks as _ranks
+from .reference.model import write_text_atomic
 
 
 class ReferenceCore:
@@ -55,9 +59,127 @@ class ReferenceCore:
     def encode(self, text: str, allowed: Iterable[str]) -> list[int]:
         return self.encoder.encode(text, frozenset(allowed))
 
+    def encode_batch(self, texts: list[str], allowed: Iterable[str], threads: int | None = None) -> list[list[int]]:
+        allowed = frozenset(allowed)
+        return [self.encoder.encode(t, allowed) for t in texts]
+
+    def id_of(self, token: bytes) -> int | None:
+        return self.encoder.token_id.get(token)
+
+    @property
+    def pattern(self) -> str:
+        return self.model.settings.main_regex
+
+    def save_tiktoken(self, path: str) -> None:
+        if self.model.kind != "word" or self.model.settings.script_specific_regex is not None:
+            raise ValueError("only plain BPE models with simple pre-tokenization (algorithm='bpe', "
+                             "script_aware=False) can be written as tiktoken ranks: tiktoken has "
+                             "no supermerges and no script runs")
+        write_text_atomic(path, _ranks.dumps_ranks(self.model.vocab))
+
     def encode_to_tokens(self, text: str) -> list[bytes]:
         return self.encoder.encode_tokens(text)
 
     def decode_bytes(self, ids: list[int]) -> bytes:
         return self.encoder.decode_bytes(ids)
 
+
+
+class ReferenceRankCore:
+    """A tiktoken ranks model in pure Python (the reference of ``_core.RankTokenizer``)."""
+
+    kind = "tiktoken"
+    num_supermerges = 0
+    training_stats: dict[str, float] = {}
+
+    def __init__(self, ranks: dict[bytes, int], pattern: str, special_tokens: dict[str, int]):
+        self.ranks = ranks
+        self.vocab = {rank: token for token, rank in ranks.items()}
+        self.pattern = pattern
+        self._pattern = regex.compile(pattern)
+        self._special = dict(special_tokens)
+
+    @staticmethod
+    def load(path: str, pattern: str, special_tokens: list[tuple[str, int]]) -> "ReferenceRankCore":
+        return ReferenceRankCore(_ranks.read_ranks(path), pattern, dict(special_tokens))
+
+    vocab_size = property(lambda self: max([*self.vocab, *self._special.values()]) + 1)
+    special_tokens = property(lambda self: dict(self._special))
+
+    def token_bytes(self, token_id: int) -> bytes:
+        return self.decode_bytes([token_id])
+
+    def is_superword(self, token_id: int) -> bool:
+        self.decode_bytes([token_id])
+        return False
+
+    def id_of(self, token: bytes) -> int | None:
+        return self.ranks.get(token)
+
+    def vocab_items(self) -> list[tuple[int, bytes, bool]]:
+        return [(i, self.vocab[i], False) for i in sorted(self.vocab)]
+
+    def register_special_tokens(self, tokens: list[str]) -> None:
+        for t in tokens:
+            self._special[t] = self.vocab_size
+
+    def _encode_text(self, text: str) -> list[int]:
+        out: list[int] = []
+        for piece in self._pattern.findall(text):
+            raw = piece.encode("utf-8")
+            rank = self.ranks.get(raw)
+            if rank is not None:
+                out.append(rank)
+                continue
+            for part in _ranks.byte_pair_merge(raw, self.ranks):
+                if part not in self.ranks:
+                    raise ValueError(f"the ranks file has no token for the bytes {list(part)}: "
+                                     f"it lacks single bytes")
+                out.append(self.ranks[part])
+        return out
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        return self._encode_text(text)
+
+    def encode(self, text: str, allowed: Iterable[str]) -> list[int]:
+        allowed = [s for s in allowed if s in self._special]
+        if not allowed:
+            return self._encode_text(text)
+        splitter = regex.compile("(" + "|".join(regex.escape(s) for s in
+                                                sorted(allowed, key=lambda s: (-len(s), s))) + ")")
+        ids: list[int] = []
+        for i, part in enumerate(splitter.split(text)):
+            if i % 2:
+                ids.append(self._special[part])
+            elif part:
+                ids.extend(self._encode_text(part))
+        return ids
+
+    def encode_batch(self, texts: list[str], allowed: Iterable[str], threads: int | None = None) -> list[list[int]]:
+        allowed = list(allowed)
+        return [self.encode(t, allowed) for t in texts]
+
+    def encode_to_tokens(self, text: str) -> list[bytes]:
+        return [self.vocab[i] for i in self._encode_text(text)]
+
+    def decode_bytes(self, ids: list[int]) -> bytes:
+        inverse = {i: s.encode("utf-8") for s, i in self._special.items()}
+        out = []
+        for position, i in enumerate(ids):
+            token = self.vocab.get(i, inverse.get(i))
+            if token is None:
+                raise ValueError(f"token id {i} at position {position} is out of range "
+                                 f"(no token has this id)")
+            out.append(token)
+        return b"".join(out)
+
+    def save(self, path: str) -> None:
+        raise ValueError("a tiktoken ranks model has no BoundlessBPE v2 form; use save_tiktoken")
+
+    def save_tiktoken(self, path: str) -> None:
+        import base64
+        write_text_atomic(path, "".join(f"{base64.b64encode(self.vocab[i]).decode('ascii')} {i}\n"
+                                        for i in sorted(self.vocab)))
+
+    def dumps(self) -> str:
+        raise ValueError("a tiktoken ranks model has no BoundlessBPE v2 form")

@@ -56,6 +56,11 @@ impl Matcher {
         })
     }
 
+    /// Call `emit` with every piece of `s` (a findall).
+    pub fn for_each_piece<'a>(&self, s: &'a str, emit: &mut impl FnMut(&'a str)) -> Result<()> {
+        self.for_each(s, emit)
+    }
+
     fn for_each<'a>(&self, s: &'a str, emit: &mut impl FnMut(&'a str)) -> Result<()> {
         match self {
             Matcher::Builtin(b) => {

@@ -15,6 +15,7 @@ use crate::error::Error;
 use crate::model::{v2, Model, Settings};
 use crate::pipeline::{self, Algorithm, Config};
 use crate::pretokenize::Pretokenizer;
+use crate::ranks::{RankEncoder, RankModel};
 use crate::train::Control;
 
 // ------------------------------------------------------------------------------------------
@@ -359,6 +360,40 @@ impl PyTokenizer {
         py.detach(|| guard(|| self.encoder.encode(text, &allowed)))
     }
 
+    /// Encode many texts in parallel (GIL released); `threads=None` uses all cores.
+    #[pyo3(signature = (texts, allowed, threads=None))]
+    fn encode_batch(&self, py: Python<'_>, texts: Vec<String>, allowed: Vec<String>, threads: Option<usize>) -> PyResult<Vec<Vec<u32>>> {
+        let pool = pool(threads)?;
+        py.detach(|| {
+            guard(|| {
+                let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+                pool.install(|| self.encoder.encode_batch(&refs, &allowed))
+            })
+        })
+    }
+
+    /// The id of a token given by its bytes, if any.
+    fn id_of(&self, token: &[u8]) -> Option<u32> {
+        self.encoder.id_of(token)
+    }
+
+    /// Write the vocabulary as a `.tiktoken` ranks file (plain BPE models in simple mode only).
+    fn save_tiktoken(&self, py: Python<'_>, path: String) -> PyResult<()> {
+        if self.model.kind != crate::model::Kind::Word || self.model.settings.script_specific_regex.is_some() {
+            return Err(PyValueError::new_err(
+                "only plain BPE models with simple pre-tokenization (algorithm='bpe', script_aware=False) \
+                 can be written as tiktoken ranks: tiktoken has no supermerges and no script runs",
+            ));
+        }
+        py.detach(|| guard(|| v2::write_atomic(&path, &crate::ranks::dumps(&self.model.vocab))))
+    }
+
+    /// The pre-tokenization pattern (the main one).
+    #[getter]
+    fn pattern(&self) -> String {
+        self.model.settings.main_regex.clone()
+    }
+
     fn encode_to_tokens<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Vec<Bound<'py, PyBytes>>> {
         let ids = py.detach(|| guard(|| self.encoder.encode_ordinary(text)))?;
         Ok(ids.iter().map(|&i| PyBytes::new(py, &self.model.vocab[i as usize])).collect())
@@ -371,6 +406,171 @@ impl PyTokenizer {
 
     fn __repr__(&self) -> String {
         format!("<superword._core.Tokenizer {}: {} ids>", self.model.kind.name(), self.model.vocab_size())
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// plain rank-based (tiktoken) models
+
+/// A tokenizer from a `.tiktoken` ranks file, encoding exactly as tiktoken does.
+#[pyclass(name = "RankTokenizer", module = "superword._core")]
+pub struct PyRankTokenizer {
+    encoder: RankEncoder,
+}
+
+#[pymethods]
+impl PyRankTokenizer {
+    /// Read a `.tiktoken` file; `special_tokens` maps each special string to its id.
+    #[staticmethod]
+    fn load(py: Python<'_>, path: String, pattern: String, special_tokens: Vec<(String, u32)>) -> PyResult<Self> {
+        let encoder = py.detach(|| {
+            guard(|| {
+                let text = std::fs::read_to_string(&path).map_err(|e| match e.kind() {
+                    std::io::ErrorKind::NotFound => Error::NotFound(format!("ranks file not found: {path}")),
+                    std::io::ErrorKind::InvalidData => Error::Value(format!("{path}: not a ranks file (invalid UTF-8)")),
+                    _ => Error::Io(format!("cannot read {path}: {e}")),
+                })?;
+                let (ranks, vocab) = crate::ranks::parse(&text, &path)?;
+                RankEncoder::new(RankModel { vocab, ranks, pattern, special: special_tokens })
+            })
+        })?;
+        Ok(PyRankTokenizer { encoder })
+    }
+
+    #[getter]
+    fn kind(&self) -> &'static str {
+        "tiktoken"
+    }
+
+    #[getter]
+    fn pattern(&self) -> String {
+        self.encoder.model.pattern.clone()
+    }
+
+    #[getter]
+    fn vocab_size(&self) -> usize {
+        let m = &self.encoder.model;
+        let top = m.vocab.keys().chain(m.special.iter().map(|(_, id)| id)).max().copied().unwrap_or(0);
+        top as usize + 1
+    }
+
+    #[getter]
+    fn num_supermerges(&self) -> usize {
+        0
+    }
+
+    #[getter]
+    fn special_tokens<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        for (s, id) in &self.encoder.model.special {
+            d.set_item(s, id)?;
+        }
+        Ok(d)
+    }
+
+    #[getter]
+    fn training_stats<'py>(&self, py: Python<'py>) -> Bound<'py, PyDict> {
+        PyDict::new(py)
+    }
+
+    fn token_bytes<'py>(&self, py: Python<'py>, id: i64) -> PyResult<Bound<'py, PyBytes>> {
+        let b = self.decode_raw(&[id])?;
+        Ok(PyBytes::new(py, &b))
+    }
+
+    fn is_superword(&self, id: i64) -> PyResult<bool> {
+        self.decode_raw(&[id]).map(|_| false)
+    }
+
+    fn id_of(&self, token: &[u8]) -> Option<u32> {
+        self.encoder.model.ranks.get(token).copied()
+    }
+
+    fn vocab_items<'py>(&self, py: Python<'py>) -> Vec<(u32, Bound<'py, PyBytes>, bool)> {
+        let mut items: Vec<(&u32, &Vec<u8>)> = self.encoder.model.vocab.iter().collect();
+        items.sort_unstable();
+        items.into_iter().map(|(&i, t)| (i, PyBytes::new(py, t), false)).collect()
+    }
+
+    fn register_special_tokens(&mut self, tokens: Vec<String>) {
+        for t in tokens {
+            let id = self.vocab_size() as u32;
+            self.encoder.model.special.push((t, id));
+        }
+    }
+
+    fn encode_ordinary(&self, py: Python<'_>, text: &str) -> PyResult<Vec<u32>> {
+        py.detach(|| guard(|| self.encoder.encode_ordinary(text)))
+    }
+
+    fn encode(&self, py: Python<'_>, text: &str, allowed: Vec<String>) -> PyResult<Vec<u32>> {
+        py.detach(|| guard(|| self.encoder.encode(text, &allowed)))
+    }
+
+    #[pyo3(signature = (texts, allowed, threads=None))]
+    fn encode_batch(&self, py: Python<'_>, texts: Vec<String>, allowed: Vec<String>, threads: Option<usize>) -> PyResult<Vec<Vec<u32>>> {
+        let pool = pool(threads)?;
+        py.detach(|| {
+            guard(|| {
+                let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+                pool.install(|| self.encoder.encode_batch(&refs, &allowed))
+            })
+        })
+    }
+
+    fn encode_to_tokens<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+        let ids = py.detach(|| guard(|| self.encoder.encode_ordinary(text)))?;
+        Ok(ids.iter().map(|&i| PyBytes::new(py, self.encoder.token_bytes(i).unwrap_or_default())).collect())
+    }
+
+    fn decode_bytes<'py>(&self, py: Python<'py>, ids: Vec<i64>) -> PyResult<Bound<'py, PyBytes>> {
+        let b = self.decode_raw(&ids)?;
+        Ok(PyBytes::new(py, &b))
+    }
+
+    fn save(&self, path: String) -> PyResult<()> {
+        let _ = path;
+        Err(PyValueError::new_err("a tiktoken ranks model has no BoundlessBPE v2 form; use save_tiktoken"))
+    }
+
+    fn save_tiktoken(&self, py: Python<'_>, path: String) -> PyResult<()> {
+        let m = &self.encoder.model;
+        let mut text = String::new();
+        let mut items: Vec<(&u32, &Vec<u8>)> = m.vocab.iter().collect();
+        items.sort_unstable();
+        for (rank, t) in items {
+            use base64::Engine as _;
+            text.push_str(&base64::engine::general_purpose::STANDARD.encode(t));
+            text.push(' ');
+            text.push_str(&rank.to_string());
+            text.push('\n');
+        }
+        py.detach(|| guard(|| v2::write_atomic(&path, &text)))
+    }
+
+    fn dumps(&self) -> PyResult<String> {
+        Err(PyValueError::new_err("a tiktoken ranks model has no BoundlessBPE v2 form"))
+    }
+}
+
+impl PyRankTokenizer {
+    fn decode_raw(&self, ids: &[i64]) -> PyResult<Vec<u8>> {
+        let m = &self.encoder.model;
+        let mut out = Vec::new();
+        for (position, &id) in ids.iter().enumerate() {
+            let found = u32::try_from(id).ok().and_then(|i| {
+                m.vocab.get(&i).map(|v| v.as_slice()).or_else(|| m.special.iter().find(|(_, s)| *s == i).map(|(t, _)| t.as_bytes()))
+            });
+            match found {
+                Some(b) => out.extend_from_slice(b),
+                None => {
+                    return Err(PyValueError::new_err(format!(
+                        "token id {id} at position {position} is out of range (no token has this id)"
+                    )))
+                }
+            }
+        }
+        Ok(out)
     }
 }
 
@@ -437,5 +637,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(train_files, m)?)?;
     m.add_function(wrap_pyfunction!(train_iter, m)?)?;
     m.add_class::<PyTokenizer>()?;
+    m.add_class::<PyRankTokenizer>()?;
     Ok(())
 }

