@@ -288,13 +288,23 @@ class Tokenizer:
 
     def encode_ordinary(self, text: str) -> list[int]:
         """Encode ``text``, treating special-token strings as ordinary text."""
-        return self._impl.encode_ordinary(_check_text(text))
+        try:
+            return self._impl.encode_ordinary(text)
+        except (UnicodeEncodeError, TypeError):
+            _check_text(text)  # names the problem
+            raise
 
     def encode(self, text: str, allowed_special: AllowedSpecial = "none_raise") -> list[int]:
         """Encode ``text``.  ``allowed_special``: ``"all"``, ``"none"`` (specials are ordinary
         text), ``"none_raise"`` (raise if one occurs; the default) or a set of specials."""
-        text = _check_text(text)
-        return self._impl.encode(text, self._allowed(allowed_special, [text]))
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, not {type(text).__name__}")
+        allowed = self._allowed(allowed_special, [text])
+        try:
+            return self._impl.encode(text, allowed)
+        except UnicodeEncodeError:
+            _check_text(text)  # names the lone surrogate
+            raise
 
     def encode_batch(self, texts: Iterable[str], allowed_special: AllowedSpecial = "none_raise",
                      threads: int | None = None) -> list[list[int]]:
@@ -306,15 +316,20 @@ class Tokenizer:
         for i, t in enumerate(texts):
             if not isinstance(t, str):
                 raise TypeError(f"text {i} of encode_batch is {type(t).__name__}, not str")
-            try:
-                _check_text(t)
-            except ValueError as exc:
-                raise ValueError(f"text {i} of encode_batch: {exc}") from None
         if threads is not None:
             threads = _check_int("threads", threads)
             if threads < 1:
                 raise ValueError(f"threads must be at least 1 (or None for all cores), got {threads}")
-        return self._impl.encode_batch(texts, self._allowed(allowed_special, texts), threads)
+        allowed = self._allowed(allowed_special, texts)
+        try:
+            return self._impl.encode_batch(texts, allowed, threads)
+        except UnicodeEncodeError:
+            for i, t in enumerate(texts):  # only on failure: find and name the text
+                try:
+                    _check_text(t)
+                except ValueError as exc:
+                    raise ValueError(f"text {i} of encode_batch: {exc}") from None
+            raise
 
     def _allowed(self, allowed_special: object, texts: list[str]) -> list[str]:
         """The special tokens to recognise, after the ``allowed_special`` policy."""
@@ -352,7 +367,11 @@ class Tokenizer:
 
     def encode_to_tokens(self, text: str) -> list[bytes]:
         """The token bytes of ``text`` (no special tokens), to show how it was split."""
-        return self._impl.encode_to_tokens(_check_text(text))
+        try:
+            return self._impl.encode_to_tokens(text)
+        except (UnicodeEncodeError, TypeError):
+            _check_text(text)
+            raise
 
     def decode_bytes(self, ids: Iterable[int]) -> bytes:
         """Concatenated token bytes, lossless."""

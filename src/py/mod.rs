@@ -97,16 +97,26 @@ impl Control for PyControl {
     }
 }
 
-fn pool(threads: Option<usize>) -> PyResult<rayon::ThreadPool> {
+/// A rayon pool of `threads` workers (default: all cores), kept for reuse: starting threads
+/// for every `encode_batch` call would cost more than small batches take.
+fn pool(threads: Option<usize>) -> PyResult<std::sync::Arc<rayon::ThreadPool>> {
+    static POOLS: Mutex<Vec<(usize, std::sync::Arc<rayon::ThreadPool>)>> = Mutex::new(Vec::new());
     let n = match threads {
         Some(0) => return Err(PyValueError::new_err("threads must be at least 1 (or None for all cores)")),
         Some(n) => n,
         None => std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
-    rayon::ThreadPoolBuilder::new()
+    let mut pools = POOLS.lock().unwrap();
+    if let Some((_, p)) = pools.iter().find(|(k, _)| *k == n) {
+        return Ok(p.clone());
+    }
+    let p = rayon::ThreadPoolBuilder::new()
         .num_threads(n)
         .build()
-        .map_err(|e| PyRuntimeError::new_err(format!("cannot start {n} threads: {e}")))
+        .map_err(|e| PyRuntimeError::new_err(format!("cannot start {n} threads: {e}")))?;
+    let p = std::sync::Arc::new(p);
+    pools.push((n, p.clone()));
+    Ok(p)
 }
 
 // ------------------------------------------------------------------------------------------
