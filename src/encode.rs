@@ -17,6 +17,9 @@ use crate::pretokenize::Pretokenizer;
 use crate::train::ngram::{prefix_set, split_one};
 use crate::train::{apply_merge, TokenId};
 
+/// Pieces longer than this (in bytes) are merged with a heap instead of a scan.
+const LONG_PIECE: usize = 48;
+
 pub struct Encoder {
     pub pretokenizer: Pretokenizer,
     vocab: Vec<Vec<u8>>,
@@ -123,8 +126,13 @@ impl Encoder {
         self.ids.get(bytes).copied()
     }
 
-    /// Apply the regular merges to one pretoken's bytes (step 3, no shortcut).
+    /// Apply the regular merges to one pretoken's bytes (step 3, no shortcut).  Short pieces
+    /// use a plain scan; long ones a heap, which keeps a megabyte-long pretoken (a run of
+    /// letters with no space) from taking quadratic time.
     fn merge_pretoken(&self, raw: &[u8], out: &mut Vec<TokenId>) {
+        if raw.len() > LONG_PIECE {
+            return self.merge_long(raw, out);
+        }
         let mut tokens: Vec<TokenId> =
             raw.iter().map(|&b| self.byte_ids[b as usize].expect("every byte of UTF-8 text has a token")).collect();
         let mut last: i64 = -1;
@@ -142,6 +150,69 @@ impl Encoder {
             last = rank as i64;
         }
         out.extend_from_slice(&tokens);
+    }
+
+    /// [`Self::merge_pretoken`] for long pieces: the same merges in the same order.  Tokens
+    /// form a linked list; a min-heap holds `(merge index, position)` of adjacent pairs.  The
+    /// smallest index is applied at all its positions, left to right (a position whose tokens
+    /// changed is skipped, which is the non-overlap rule), and new neighbours enter the heap
+    /// only with a larger index (a smaller one can never apply any more).
+    fn merge_long(&self, raw: &[u8], out: &mut Vec<TokenId>) {
+        use std::cmp::Reverse;
+        use std::collections::BinaryHeap;
+        let n = raw.len();
+        let mut token: Vec<TokenId> = raw.iter().map(|&b| self.byte_ids[b as usize].expect("UTF-8 byte")).collect();
+        let mut next: Vec<usize> = (1..=n).collect(); // n = end
+        let mut prev: Vec<usize> = (0..n).map(|i| i.wrapping_sub(1)).collect(); // usize::MAX = none
+        let mut alive = vec![true; n];
+        let mut heap: BinaryHeap<Reverse<(u32, usize, TokenId, TokenId)>> = BinaryHeap::new();
+        for i in 0..n.saturating_sub(1) {
+            if let Some(&(rank, _)) = self.ranks.get(&(token[i], token[i + 1])) {
+                heap.push(Reverse((rank, i, token[i], token[i + 1])));
+            }
+        }
+        while let Some(Reverse((rank, _, _, _))) = heap.peek().copied() {
+            // every live occurrence of this merge, left to right
+            while let Some(&Reverse((r, i, a, b))) = heap.peek() {
+                if r != rank {
+                    break;
+                }
+                heap.pop();
+                let j = next[i];
+                if !alive[i] || j >= n || token[i] != a || token[j] != b {
+                    continue; // stale, or overlapping an occurrence just merged
+                }
+                let merged = self.ranks[&(a, b)].1;
+                token[i] = merged;
+                alive[j] = false;
+                next[i] = next[j];
+                if next[i] < n {
+                    prev[next[i]] = i;
+                }
+                // new pairs with the merged token, if they can still apply
+                if prev[i] != usize::MAX {
+                    let p = prev[i];
+                    if let Some(&(r2, _)) = self.ranks.get(&(token[p], merged)) {
+                        if r2 > rank {
+                            heap.push(Reverse((r2, p, token[p], merged)));
+                        }
+                    }
+                }
+                if next[i] < n {
+                    let q = next[i];
+                    if let Some(&(r2, _)) = self.ranks.get(&(merged, token[q])) {
+                        if r2 > rank {
+                            heap.push(Reverse((r2, i, merged, token[q])));
+                        }
+                    }
+                }
+            }
+        }
+        let mut i = 0;
+        while i < n {
+            out.push(token[i]);
+            i = next[i];
+        }
     }
 
     /// Supermerges on one run of single-token pretokens, smallest index first.
@@ -313,4 +384,80 @@ pub fn split_specials<'a>(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Kind, Merge, Settings};
+
+    /// A model whose merges make tokens from a few letters, in a fixed order.
+    fn model() -> Model {
+        let mut vocab: Vec<Vec<u8>> = crate::train::byte_token_values().map(|b| vec![b]).collect();
+        let mut merges = Vec::new();
+        for (l, r) in [("a", "b"), ("b", "a"), ("a", "a"), ("ab", "a"), ("ba", "b"), ("aa", "aa"), ("ab", "ab"), ("b", "b"), ("aba", "bb"), ("bb", "a")] {
+            merges.push(Merge { left: l.into(), right: r.into(), count: 1, flag: false });
+            let t = [l.as_bytes(), r.as_bytes()].concat();
+            if !vocab.contains(&t) {
+                vocab.push(t);
+            }
+        }
+        let n = vocab.len();
+        Model {
+            kind: Kind::Word,
+            settings: Settings {
+                main_regex: crate::pretokenize::GPT4O.into(),
+                script_specific_regex: None,
+                script_specific_scripts: None,
+                merge_pattern: crate::pretokenize::MERGE_PATTERN.into(),
+                tau: 1.1,
+                blowup: false,
+            },
+            vocab,
+            counts: vec![0; n],
+            is_super: vec![false; n],
+            merges,
+            supermerges: Vec::new(),
+            special_tokens: Vec::new(),
+            ngrams: None,
+        }
+    }
+
+    #[test]
+    fn the_heap_merges_long_pieces_like_the_scan() {
+        let enc = Encoder::new(&model(), false).unwrap();
+        let mut state = 0x1234_5678_9ABC_DEF1u64;
+        for len in [49, 50, 64, 100, 257, 1000] {
+            for _ in 0..50 {
+                let piece: Vec<u8> = (0..len)
+                    .map(|_| {
+                        state ^= state << 13;
+                        state ^= state >> 7;
+                        state ^= state << 17;
+                        [b'a', b'b', b'a', b'c'][(state % 4) as usize]
+                    })
+                    .collect();
+                let (mut scan, mut heap) = (Vec::new(), Vec::new());
+                // the scan, forced by calling the short path's loop on the long piece
+                let mut tokens: Vec<TokenId> = piece.iter().map(|&b| enc.byte_ids[b as usize].unwrap()).collect();
+                let mut last: i64 = -1;
+                while tokens.len() > 1 {
+                    let mut best: Option<(u32, (TokenId, TokenId), TokenId)> = None;
+                    for w in tokens.windows(2) {
+                        if let Some(&(rank, merged)) = enc.ranks.get(&(w[0], w[1])) {
+                            if rank as i64 > last && best.is_none_or(|b| rank < b.0) {
+                                best = Some((rank, (w[0], w[1]), merged));
+                            }
+                        }
+                    }
+                    let Some((rank, pair, merged)) = best else { break };
+                    apply_merge(&mut tokens, pair, merged);
+                    last = rank as i64;
+                }
+                scan.extend(tokens);
+                enc.merge_long(&piece, &mut heap);
+                assert_eq!(scan, heap, "{}", String::from_utf8_lossy(&piece));
+            }
+        }
+    }
 }

@@ -142,3 +142,18 @@ def test_encoding_bad_input(tmp_path, backend):
     with pytest.raises(FileNotFoundError):
         superword.Tokenizer.from_tiktoken(tmp_path / "none.tiktoken", superword.CL100K_PATTERN,
                                           backend=backend)
+
+
+def test_long_pretokens_encode_like_the_reference():
+    """A run of letters with no space is one pretoken; the Rust core merges long ones with a
+    heap, which must give the reference's tokens."""
+    import random
+    docs = ["abracadabra cadabra abra", "banana bandana", "alakazam abracadabra"] * 30
+    ref = superword.train(docs, 320, "bpe", backend="reference")
+    rust = superword.train(docs, 320, "bpe", backend="rust")
+    rng = random.Random(7)
+    for length in (60, 300, 2000):
+        text = "".join(rng.choice("abracdnkzm") for _ in range(length))
+        assert rust.encode(text) == ref.encode(text)
+    huge = "".join(rng.choice("abracdnkzm") for _ in range(2_000_000))
+    assert rust.decode(rust.encode(huge)) == huge
