@@ -18,11 +18,11 @@ CORPUS = [
 
 
 @functools.lru_cache(maxsize=None)
-def tokenizer(algorithm: str, aware: bool) -> superword.Tokenizer:
+def tokenizer(algorithm: str, aware: bool, backend: str = "reference") -> superword.Tokenizer:
     if algorithm == "superbpe":
         return superword.train(CORPUS, 700, "superbpe", supermerges=30, script_aware=aware,
-                               backend="reference")
-    return superword.train(CORPUS, 700, algorithm, script_aware=aware, backend="reference")
+                               backend=backend)
+    return superword.train(CORPUS, 700, algorithm, script_aware=aware, backend=backend)
 
 
 def test_the_models_have_superwords():
@@ -30,14 +30,24 @@ def test_the_models_have_superwords():
     assert tokenizer("superbpe", False).num_supermerges == 30
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=400, deadline=None)
 @given(text_strategy, st.sampled_from(["bpe", "boundless", "superbpe"]), st.booleans())
-def test_decode_inverts_encode(text, algorithm, aware):
-    tok = tokenizer(algorithm, aware)
-    ids = tok.encode(text)
-    assert tok.decode(ids) == text
-    assert tok.decode_bytes(ids) == text.encode("utf-8")
-    assert all(0 <= i < tok.vocab_size for i in ids)
+def test_decode_inverts_encode_and_backends_agree(text, algorithm, aware):
+    ref = tokenizer(algorithm, aware, "reference")
+    rust = tokenizer(algorithm, aware, "rust")
+    ids = ref.encode(text)
+    assert rust.encode(text) == ids
+    for tok in (ref, rust):
+        assert tok.decode(ids) == text
+        assert tok.decode_bytes(ids) == text.encode("utf-8")
+    assert all(0 <= i < ref.vocab_size for i in ids)
+
+
+def test_both_backends_train_the_same_property_models():
+    for algorithm in ("bpe", "boundless", "superbpe"):
+        for aware in (True, False):
+            assert tokenizer(algorithm, aware, "rust").model_text() == \
+                tokenizer(algorithm, aware, "reference").model_text()
 
 
 @settings(max_examples=200, deadline=None)
