@@ -24,89 +24,7 @@ use crate::error::Result;
 use crate::pretokenize::classes::{bits, L};
 use crate::pretokenize::Pretokenizer;
 
-/// A pretoken as a hash key, stored inline when short (nearly all are), so that a lookup
-/// compares bytes in the table's own cache line instead of following a pointer, and compares
-/// them without calling `memcmp`.  Interning pretokens was a quarter of BPE's time on 100 MB.
-#[derive(Clone)]
-enum Piece {
-    Inline { len: u8, bytes: [u8; 22] },
-    Heap(Box<str>),
-}
-
-impl Piece {
-    fn new(s: &str) -> Piece {
-        let b = s.as_bytes();
-        if b.len() <= 22 {
-            let mut bytes = [0u8; 22];
-            bytes[..b.len()].copy_from_slice(b);
-            Piece::Inline { len: b.len() as u8, bytes }
-        } else {
-            Piece::Heap(s.into())
-        }
-    }
-
-    fn as_bytes(&self) -> &[u8] {
-        match self {
-            Piece::Inline { len, bytes } => &bytes[..*len as usize],
-            Piece::Heap(s) => s.as_bytes(),
-        }
-    }
-
-    fn to_boxed_str(&self) -> Box<str> {
-        match self {
-            Piece::Inline { .. } => std::str::from_utf8(self.as_bytes()).expect("pretokens are text").into(),
-            Piece::Heap(s) => s.clone(),
-        }
-    }
-}
-
-impl std::hash::Hash for Piece {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        state.write(self.as_bytes());
-    }
-}
-
-impl PartialEq for Piece {
-    #[inline]
-    fn eq(&self, other: &Piece) -> bool {
-        same_bytes(self.as_bytes(), other.as_bytes())
-    }
-}
-
-impl Eq for Piece {}
-
-/// A borrowed pretoken for lookups, so they need no allocation; hashes like [`Piece`].
-struct Lookup<'a>(&'a str);
-
-impl std::hash::Hash for Lookup<'_> {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        state.write(self.0.as_bytes());
-    }
-}
-
-impl hashbrown::Equivalent<Piece> for Lookup<'_> {
-    #[inline]
-    fn equivalent(&self, key: &Piece) -> bool {
-        same_bytes(self.0.as_bytes(), key.as_bytes())
-    }
-}
-
-#[inline]
-fn same_bytes(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    let (mut ca, mut cb) = (a.chunks_exact(8), b.chunks_exact(8));
-    for (x, y) in (&mut ca).zip(&mut cb) {
-        if u64::from_ne_bytes(x.try_into().unwrap()) != u64::from_ne_bytes(y.try_into().unwrap()) {
-            return false;
-        }
-    }
-    let tail = |r: &[u8]| r.iter().fold(0u64, |acc, &x| acc << 8 | x as u64);
-    tail(ca.remainder()) == tail(cb.remainder())
-}
-
-type PieceMap = hashbrown::HashMap<Piece, u32, rustc_hash::FxBuildHasher>;
+use crate::piece::{Lookup, Piece, PieceMap};
 
 /// Pretoken and run tables with local pretoken ids.
 #[derive(Default)]
@@ -121,7 +39,7 @@ struct Table {
 impl Table {
     #[inline]
     fn intern(&mut self, piece: &str) -> u32 {
-        if let Some(&id) = self.ids.get(&Lookup(piece)) {
+        if let Some(&id) = self.ids.get(&Lookup(piece.as_bytes())) {
             return id;
         }
         let id = self.counts.len() as u32;
@@ -227,7 +145,7 @@ impl<'a> Counter<'a> {
             let mut remap = vec![0u32; t.counts.len()];
             for (piece, id) in t.ids {
                 let count = t.counts[id as usize];
-                let global = match index.get(&Lookup(std::str::from_utf8(piece.as_bytes()).expect("text"))) {
+                let global = match index.get(&Lookup(piece.as_bytes())) {
                     Some(&g) => g,
                     None => {
                         let g = words.len() as u32;

@@ -13,6 +13,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::error::{Error, Result};
 use crate::model::Model;
+use crate::piece::{Lookup, Piece, PieceMap};
 use crate::pretokenize::Pretokenizer;
 use crate::train::ngram::{prefix_set, split_one};
 use crate::train::{apply_merge, TokenId};
@@ -30,6 +31,8 @@ pub struct Encoder {
     super_ranks: FxHashMap<(TokenId, TokenId), (u32, TokenId)>,
     super_part: Vec<bool>,
     reachable: Vec<bool>,
+    /// reachable tokens by bytes: the shortcut's table (inline keys, see `piece.rs`)
+    shortcut: PieceMap,
     ngrams: Option<(FxHashSet<Box<[TokenId]>>, FxHashSet<Box<[TokenId]>>)>,
     /// special tokens by text
     pub special: Vec<(String, TokenId)>,
@@ -90,10 +93,15 @@ impl Encoder {
             super_ranks,
             super_part,
             reachable: vec![false; model.vocab.len()],
+            shortcut: PieceMap::default(),
             ngrams,
             special: model.special_tokens.clone(),
         };
         enc.reachable = enc.find_reachable(&model.is_super)?;
+        enc.shortcut = (0..enc.vocab.len())
+            .filter(|&i| enc.reachable[i])
+            .map(|i| (Piece::from_bytes(&enc.vocab[i]), i as TokenId))
+            .collect();
         Ok(enc)
     }
 
@@ -259,8 +267,8 @@ impl Encoder {
         self.pretokenizer.for_each(text, |piece| {
             piece_tokens.clear();
             let raw = piece.as_bytes();
-            match self.ids.get(raw) {
-                Some(&id) if shortcut && self.reachable[id as usize] => piece_tokens.push(id),
+            match self.shortcut.get(&Lookup(raw)) {
+                Some(&id) if shortcut => piece_tokens.push(id),
                 _ => self.merge_pretoken(raw, &mut piece_tokens),
             }
             if piece_tokens.len() == 1 && self.super_part[piece_tokens[0] as usize] {

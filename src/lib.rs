@@ -21,6 +21,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 pub mod input;
 pub mod model;
+pub mod piece;
 pub mod pipeline;
 pub mod pretokenize;
 pub mod ranks;

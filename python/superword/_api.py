@@ -6,6 +6,8 @@ Python, :mod:`superword.reference`).  Both produce byte-identical models and ide
 """
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 from typing import AbstractSet, Any, Callable, Iterable, Iterator, Literal
 
@@ -322,7 +324,8 @@ class Tokenizer:
                 raise ValueError(f"threads must be at least 1 (or None for all cores), got {threads}")
         allowed = self._allowed(allowed_special, texts)
         try:
-            return self._impl.encode_batch(texts, allowed, threads)
+            with _no_cyclic_gc():
+                return self._impl.encode_batch(texts, allowed, threads)
         except UnicodeEncodeError:
             for i, t in enumerate(texts):  # only on failure: find and name the text
                 try:
@@ -390,6 +393,20 @@ class Tokenizer:
     def decode_batch(self, batch: Iterable[Iterable[int]]) -> list[str]:
         """:meth:`decode` of each list of ids."""
         return [self.decode(ids) for ids in batch]
+
+
+@contextlib.contextmanager
+def _no_cyclic_gc() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while millions of id lists are created: lists
+    of ints cannot form cycles, and the collector's passes over them took a fifth of a large
+    ``encode_batch`` (perf)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _check_special_overlaps(tokens: list[str]) -> None:
