@@ -134,93 +134,11 @@ impl Encoder {
         self.ids.get(bytes).copied()
     }
 
-    /// Apply the regular merges to one pretoken's bytes (step 3, no shortcut).  Short pieces
-    /// use a plain scan; long ones a heap, which keeps a megabyte-long pretoken (a run of
-    /// letters with no space) from taking quadratic time.
+    /// Apply the regular merges to one pretoken's bytes (step 3, no shortcut).
     fn merge_pretoken(&self, raw: &[u8], out: &mut Vec<TokenId>) {
-        if raw.len() > LONG_PIECE {
-            return self.merge_long(raw, out);
-        }
-        let mut tokens: Vec<TokenId> =
+        let tokens: Vec<TokenId> =
             raw.iter().map(|&b| self.byte_ids[b as usize].expect("every byte of UTF-8 text has a token")).collect();
-        let mut last: i64 = -1;
-        while tokens.len() > 1 {
-            let mut best: Option<(u32, (TokenId, TokenId), TokenId)> = None;
-            for w in tokens.windows(2) {
-                if let Some(&(rank, merged)) = self.ranks.get(&(w[0], w[1])) {
-                    if rank as i64 > last && best.is_none_or(|b| rank < b.0) {
-                        best = Some((rank, (w[0], w[1]), merged));
-                    }
-                }
-            }
-            let Some((rank, pair, merged)) = best else { break };
-            apply_merge(&mut tokens, pair, merged);
-            last = rank as i64;
-        }
-        out.extend_from_slice(&tokens);
-    }
-
-    /// [`Self::merge_pretoken`] for long pieces: the same merges in the same order.  Tokens
-    /// form a linked list; a min-heap holds `(merge index, position)` of adjacent pairs.  The
-    /// smallest index is applied at all its positions, left to right (a position whose tokens
-    /// changed is skipped, which is the non-overlap rule), and new neighbours enter the heap
-    /// only with a larger index (a smaller one can never apply any more).
-    fn merge_long(&self, raw: &[u8], out: &mut Vec<TokenId>) {
-        use std::cmp::Reverse;
-        use std::collections::BinaryHeap;
-        let n = raw.len();
-        let mut token: Vec<TokenId> = raw.iter().map(|&b| self.byte_ids[b as usize].expect("UTF-8 byte")).collect();
-        let mut next: Vec<usize> = (1..=n).collect(); // n = end
-        let mut prev: Vec<usize> = (0..n).map(|i| i.wrapping_sub(1)).collect(); // usize::MAX = none
-        let mut alive = vec![true; n];
-        let mut heap: BinaryHeap<Reverse<(u32, usize, TokenId, TokenId)>> = BinaryHeap::new();
-        for i in 0..n.saturating_sub(1) {
-            if let Some(&(rank, _)) = self.ranks.get(&(token[i], token[i + 1])) {
-                heap.push(Reverse((rank, i, token[i], token[i + 1])));
-            }
-        }
-        while let Some(Reverse((rank, _, _, _))) = heap.peek().copied() {
-            // every live occurrence of this merge, left to right
-            while let Some(&Reverse((r, i, a, b))) = heap.peek() {
-                if r != rank {
-                    break;
-                }
-                heap.pop();
-                let j = next[i];
-                if !alive[i] || j >= n || token[i] != a || token[j] != b {
-                    continue; // stale, or overlapping an occurrence just merged
-                }
-                let merged = self.ranks[&(a, b)].1;
-                token[i] = merged;
-                alive[j] = false;
-                next[i] = next[j];
-                if next[i] < n {
-                    prev[next[i]] = i;
-                }
-                // new pairs with the merged token, if they can still apply
-                if prev[i] != usize::MAX {
-                    let p = prev[i];
-                    if let Some(&(r2, _)) = self.ranks.get(&(token[p], merged)) {
-                        if r2 > rank {
-                            heap.push(Reverse((r2, p, token[p], merged)));
-                        }
-                    }
-                }
-                if next[i] < n {
-                    let q = next[i];
-                    if let Some(&(r2, _)) = self.ranks.get(&(merged, token[q])) {
-                        if r2 > rank {
-                            heap.push(Reverse((r2, i, merged, token[q])));
-                        }
-                    }
-                }
-            }
-        }
-        let mut i = 0;
-        while i < n {
-            out.push(token[i]);
-            i = next[i];
-        }
+        merge_by_rank(tokens, |a, b| self.ranks.get(&(a, b)).copied(), out);
     }
 
     /// Supermerges on one run of single-token pretokens, smallest index first.
@@ -351,6 +269,92 @@ pub fn py_bytes(t: &[u8]) -> String {
     s
 }
 
+/// Merge `tokens` by rank: repeatedly take the adjacent pair with the smallest rank (never
+/// going back to a smaller rank than the last one applied) and apply it at all its
+/// non-overlapping positions, left to right.  `rank(a, b)` gives `(rank, merged id)`.
+///
+/// Short sequences use a plain scan; long ones a heap, which keeps a megabyte-long pretoken
+/// (a run of letters with no space) from taking quadratic time.  Tokens then form a linked
+/// list and a min-heap holds `(rank, position)` of adjacent pairs: the smallest rank is applied
+/// at all its positions, left to right (a position whose tokens changed is skipped, which is
+/// the non-overlap rule), and new neighbours enter the heap only with a larger rank (a smaller
+/// one can never apply any more).
+pub fn merge_by_rank(mut tokens: Vec<TokenId>, rank: impl Fn(TokenId, TokenId) -> Option<(u32, TokenId)>, out: &mut Vec<TokenId>) {
+    if tokens.len() <= LONG_PIECE {
+        let mut last: i64 = -1;
+        while tokens.len() > 1 {
+            let mut best: Option<(u32, (TokenId, TokenId), TokenId)> = None;
+            for w in tokens.windows(2) {
+                if let Some((r, merged)) = rank(w[0], w[1]) {
+                    if r as i64 > last && best.is_none_or(|b| r < b.0) {
+                        best = Some((r, (w[0], w[1]), merged));
+                    }
+                }
+            }
+            let Some((r, pair, merged)) = best else { break };
+            apply_merge(&mut tokens, pair, merged);
+            last = r as i64;
+        }
+        out.extend_from_slice(&tokens);
+        return;
+    }
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+    let n = tokens.len();
+    let token = &mut tokens;
+    let mut next: Vec<usize> = (1..=n).collect(); // n = end
+    let mut prev: Vec<usize> = (0..n).map(|i| i.wrapping_sub(1)).collect(); // usize::MAX = none
+    let mut alive = vec![true; n];
+    let mut heap: BinaryHeap<Reverse<(u32, usize, TokenId, TokenId)>> = BinaryHeap::new();
+    for i in 0..n - 1 {
+        if let Some((r, _)) = rank(token[i], token[i + 1]) {
+            heap.push(Reverse((r, i, token[i], token[i + 1])));
+        }
+    }
+    while let Some(Reverse((current, _, _, _))) = heap.peek().copied() {
+        // every live occurrence of this merge, left to right
+        while let Some(&Reverse((r, i, a, b))) = heap.peek() {
+            if r != current {
+                break;
+            }
+            heap.pop();
+            let j = next[i];
+            if !alive[i] || j >= n || token[i] != a || token[j] != b {
+                continue; // stale, or overlapping an occurrence just merged
+            }
+            let merged = rank(a, b).expect("a pair in the heap has a rank").1;
+            token[i] = merged;
+            alive[j] = false;
+            next[i] = next[j];
+            if next[i] < n {
+                prev[next[i]] = i;
+            }
+            // new pairs with the merged token, if they can still apply
+            if prev[i] != usize::MAX {
+                let p = prev[i];
+                if let Some((r2, _)) = rank(token[p], merged) {
+                    if r2 > current {
+                        heap.push(Reverse((r2, p, token[p], merged)));
+                    }
+                }
+            }
+            if next[i] < n {
+                let q = next[i];
+                if let Some((r2, _)) = rank(merged, token[q]) {
+                    if r2 > current {
+                        heap.push(Reverse((r2, i, merged, token[q])));
+                    }
+                }
+            }
+        }
+    }
+    let mut i = 0;
+    while i < n {
+        out.push(token[i]);
+        i = next[i];
+    }
+}
+
 /// A piece of text between special tokens, or a special token's id.
 pub enum Part<'a> {
     Text(&'a str),
@@ -463,7 +467,8 @@ mod tests {
                     last = rank as i64;
                 }
                 scan.extend(tokens);
-                enc.merge_long(&piece, &mut heap);
+                let bytes: Vec<TokenId> = piece.iter().map(|&b| enc.byte_ids[b as usize].unwrap()).collect();
+                merge_by_rank(bytes, |a, b| enc.ranks.get(&(a, b)).copied(), &mut heap);
                 assert_eq!(scan, heap, "{}", String::from_utf8_lossy(&piece));
             }
         }

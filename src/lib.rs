@@ -20,6 +20,7 @@ pub mod error;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 pub mod input;
+pub mod minbpe;
 pub mod model;
 pub mod piece;
 pub mod pipeline;

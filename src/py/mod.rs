@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use pyo3::exceptions::{PyFileNotFoundError, PyKeyboardInterrupt, PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyIterator};
+use rustc_hash::FxHashMap;
 
 use crate::count::Counter;
 use crate::encode::Encoder;
@@ -640,6 +641,93 @@ fn flatten(batch: &[Vec<u32>]) -> (Vec<u8>, Vec<u8>) {
 }
 
 // ------------------------------------------------------------------------------------------
+// minbpe
+
+/// Train minbpe-style (SPEC 6) on `text`: one chunk (`pattern=None`, BasicTokenizer) or the
+/// pattern's findall chunks.  Returns `(left, right, id, count, round)` per merge.
+#[pyfunction]
+#[pyo3(signature = (text, num_merges, pattern, batch_size, on_merge=None))]
+fn minbpe_train(
+    py: Python<'_>,
+    text: &str,
+    num_merges: usize,
+    pattern: Option<String>,
+    batch_size: usize,
+    on_merge: Option<Py<PyAny>>,
+) -> PyResult<Vec<(u32, u32, u32, u64, u32)>> {
+    let matcher = pattern.as_deref().map(|p| crate::pretokenize::Matcher::new(p, "pattern")).transpose().map_err(to_py)?;
+    let control = PyControl::new(None);
+    let result = py.detach(|| {
+        guard(|| {
+            // distinct chunks in order of first appearance, with counts
+            let mut pieces: Vec<&str> = Vec::new();
+            match &matcher {
+                Some(m) => m.for_each_piece(text, &mut |p| pieces.push(p))?,
+                None => pieces.push(text),
+            }
+            let mut index: FxHashMap<&str, usize> = FxHashMap::default();
+            let mut chunks: Vec<(&[u8], u64)> = Vec::new();
+            for piece in pieces {
+                match index.get(piece) {
+                    Some(&i) => chunks[i].1 += 1,
+                    None => {
+                        index.insert(piece, chunks.len());
+                        chunks.push((piece.as_bytes(), 1));
+                    }
+                }
+            }
+            drop(index);
+            crate::minbpe::train(&chunks, num_merges, batch_size, &control, |m| match &on_merge {
+                Some(cb) => Python::attach(|py| {
+                    cb.call1(py, (m.pair.0, m.pair.1, m.id, m.count)).map(|_| ()).map_err(|e| {
+                        *control.error.lock().unwrap() = Some(e);
+                        Error::Interrupted
+                    })
+                }),
+                None => Ok(()),
+            })
+        })
+    });
+    let merges = control.finish(result)?;
+    Ok(merges.into_iter().map(|m| (m.pair.0, m.pair.1, m.id, m.count, m.round)).collect())
+}
+
+/// minbpe's encoder: merges by smallest id within each chunk (the whole text without a pattern).
+#[pyclass(name = "MinbpeEncoder", module = "superword._core")]
+pub struct PyMinbpeEncoder {
+    ranks: FxHashMap<(u32, u32), (u32, u32)>,
+    matcher: Option<crate::pretokenize::Matcher>,
+}
+
+#[pymethods]
+impl PyMinbpeEncoder {
+    #[new]
+    #[pyo3(signature = (merges, pattern=None))]
+    fn new(merges: Vec<((u32, u32), u32)>, pattern: Option<String>) -> PyResult<Self> {
+        let matcher = pattern.as_deref().map(|p| crate::pretokenize::Matcher::new(p, "pattern")).transpose().map_err(to_py)?;
+        let ranks = merges.into_iter().map(|(pair, id)| (pair, (id, id))).collect();
+        Ok(PyMinbpeEncoder { ranks, matcher })
+    }
+
+    fn encode_ordinary(&self, py: Python<'_>, text: &str) -> PyResult<Vec<u32>> {
+        py.detach(|| {
+            guard(|| {
+                let mut out = Vec::with_capacity(text.len() / 3);
+                let rank = |a: u32, b: u32| self.ranks.get(&(a, b)).copied();
+                let mut one = |chunk: &str| {
+                    crate::encode::merge_by_rank(chunk.bytes().map(u32::from).collect(), rank, &mut out)
+                };
+                match &self.matcher {
+                    Some(m) => m.for_each_piece(text, &mut |c| one(c))?,
+                    None => one(text),
+                }
+                Ok(out)
+            })
+        })
+    }
+}
+
+// ------------------------------------------------------------------------------------------
 // helpers for tests and tools
 
 /// The pretokens of `text` (the hand-written matchers for the built-in patterns).
@@ -703,5 +791,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(train_iter, m)?)?;
     m.add_class::<PyTokenizer>()?;
     m.add_class::<PyRankTokenizer>()?;
+    m.add_class::<PyMinbpeEncoder>()?;
+    m.add_function(wrap_pyfunction!(minbpe_train, m)?)?;
     Ok(())
 }
