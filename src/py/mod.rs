@@ -659,24 +659,7 @@ fn minbpe_train(
     let control = PyControl::new(None);
     let result = py.detach(|| {
         guard(|| {
-            // distinct chunks in order of first appearance, with counts
-            let mut pieces: Vec<&str> = Vec::new();
-            match &matcher {
-                Some(m) => m.for_each_piece(text, &mut |p| pieces.push(p))?,
-                None => pieces.push(text),
-            }
-            let mut index: FxHashMap<&str, usize> = FxHashMap::default();
-            let mut chunks: Vec<(&[u8], u64)> = Vec::new();
-            for piece in pieces {
-                match index.get(piece) {
-                    Some(&i) => chunks[i].1 += 1,
-                    None => {
-                        index.insert(piece, chunks.len());
-                        chunks.push((piece.as_bytes(), 1));
-                    }
-                }
-            }
-            drop(index);
+            let chunks = distinct_chunks(text, matcher.as_ref())?;
             crate::minbpe::train(&chunks, num_merges, batch_size, &control, |m| match &on_merge {
                 Some(cb) => Python::attach(|py| {
                     cb.call1(py, (m.pair.0, m.pair.1, m.id, m.count)).map(|_| ()).map_err(|e| {
@@ -690,6 +673,24 @@ fn minbpe_train(
     });
     let merges = control.finish(result)?;
     Ok(merges.into_iter().map(|m| (m.pair.0, m.pair.1, m.id, m.count, m.round)).collect())
+}
+
+/// The distinct chunks of `text` in order of first appearance, with their counts.
+fn distinct_chunks<'t>(text: &'t str, matcher: Option<&crate::pretokenize::Matcher>) -> Result<Vec<(&'t [u8], u64)>, Error> {
+    let mut index: FxHashMap<&'t str, usize> = FxHashMap::default();
+    let mut chunks: Vec<(&'t [u8], u64)> = Vec::new();
+    let mut add = |piece: &'t str| match index.get(piece) {
+        Some(&i) => chunks[i].1 += 1,
+        None => {
+            index.insert(piece, chunks.len());
+            chunks.push((piece.as_bytes(), 1));
+        }
+    };
+    match matcher {
+        Some(m) => m.for_each_piece(text, &mut add)?,
+        None => add(text),
+    }
+    Ok(chunks)
 }
 
 /// minbpe's encoder: merges by smallest id within each chunk (the whole text without a pattern).
