@@ -1,7 +1,7 @@
 # Stubs for the compiled Rust core (src/py/).  Keep in sync with src/py/mod.rs.
 from typing import Callable, Iterable, final
 
-__all__ = ["RankTokenizer", "Tokenizer", "_panic_for_test", "char_class_table", "pretokenize", "script_names",
+__all__ = ["MinbpeEncoder", "RankTokenizer", "Tokenizer", "_panic_for_test", "minbpe_train", "char_class_table", "pretokenize", "script_names",
            "script_table", "train_files", "train_iter", "version"]
 
 def version() -> str:
@@ -31,6 +31,11 @@ def train_iter(documents: Iterable[str], *, vocab_size: int, algorithm: str,
                scripts: list[str] | None, greedy_split: bool, threads: int | None,
                progress: Callable[[str, int, int], object] | None) -> Tokenizer:
     """Train on an iterable of documents, read in batches."""
+
+def minbpe_train(text: str, num_merges: int, pattern: str | None, batch_size: int,
+                 on_merge: Callable[[int, int, int, int], object] | None = None,
+                 ) -> list[tuple[int, int, int, int, int]]:
+    """minbpe training (SPEC 6): (left, right, id, count, round) per merge."""
 
 def _panic_for_test() -> None:
     """Panics inside the core (the panic becomes RuntimeError)."""
@@ -103,3 +108,9 @@ class RankTokenizer:
     def save(self, path: str) -> None: ...
     def save_tiktoken(self, path: str) -> None: ...
     def dumps(self) -> str: ...
+
+@final
+class MinbpeEncoder:
+    """minbpe's encoder: merges by smallest id within each chunk."""
+    def __new__(cls, merges: list[tuple[tuple[int, int], int]], pattern: str | None = None) -> MinbpeEncoder: ...
+    def encode_ordinary(self, text: str) -> list[int]: ...
