@@ -220,11 +220,6 @@ impl Encoder {
         Ok(out)
     }
 
-    /// Encode many texts in parallel on the current rayon pool; results keep their order.
-    pub fn encode_batch(&self, texts: &[&str], allowed: &[String]) -> Result<Vec<Vec<TokenId>>> {
-        texts.par_iter().map(|t| self.encode(t, allowed)).collect()
-    }
-
     /// Concatenated token bytes; an unknown id is an error naming it and its position.
     pub fn decode_bytes(&self, ids: &[i64]) -> Result<Vec<u8>> {
         let mut out = Vec::with_capacity(ids.len() * 4);
@@ -352,6 +347,27 @@ pub fn merge_by_rank(mut tokens: Vec<TokenId>, rank: impl Fn(TokenId, TokenId) -
     while i < n {
         out.push(token[i]);
         i = next[i];
+    }
+}
+
+/// What the Python seam needs of an encoder (superword models and tiktoken ranks models).
+pub trait Encode: Sync {
+    fn encode_ordinary(&self, text: &str) -> Result<Vec<TokenId>>;
+    /// With the special tokens in `allowed` recognised.
+    fn encode(&self, text: &str, allowed: &[String]) -> Result<Vec<TokenId>>;
+    /// Many texts in parallel on the current rayon pool; results keep their order.
+    fn encode_batch(&self, texts: &[&str], allowed: &[String]) -> Result<Vec<Vec<TokenId>>> {
+        texts.par_iter().map(|t| self.encode(t, allowed)).collect()
+    }
+}
+
+impl Encode for Encoder {
+    fn encode_ordinary(&self, text: &str) -> Result<Vec<TokenId>> {
+        Encoder::encode_ordinary(self, text)
+    }
+
+    fn encode(&self, text: &str, allowed: &[String]) -> Result<Vec<TokenId>> {
+        Encoder::encode(self, text, allowed)
     }
 }
 

@@ -6,7 +6,6 @@
 //! concatenation has the lowest rank (the leftmost on ties), until no concatenation is a token.
 
 use base64::Engine as _;
-use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use crate::error::{Error, Result};
@@ -142,11 +141,17 @@ impl RankEncoder {
         Ok(out)
     }
 
-    pub fn encode_batch(&self, texts: &[&str], allowed: &[String]) -> Result<Vec<Vec<u32>>> {
-        texts.par_iter().map(|t| self.encode(t, allowed)).collect()
-    }
-
     pub fn token_bytes(&self, id: u32) -> Option<&[u8]> {
         self.model.vocab.get(&id).map(|v| v.as_slice())
+    }
+}
+
+impl crate::encode::Encode for RankEncoder {
+    fn encode_ordinary(&self, text: &str) -> Result<Vec<u32>> {
+        RankEncoder::encode_ordinary(self, text)
+    }
+
+    fn encode(&self, text: &str, allowed: &[String]) -> Result<Vec<u32>> {
+        RankEncoder::encode(self, text, allowed)
     }
 }

@@ -11,7 +11,7 @@ use pyo3::types::{PyBytes, PyDict, PyIterator};
 use rustc_hash::FxHashMap;
 
 use crate::count::Counter;
-use crate::encode::Encoder;
+use crate::encode::{Encode, Encoder};
 use crate::error::Error;
 use crate::model::{v2, Model, Settings};
 use crate::pipeline::{self, Algorithm, Config};
@@ -268,16 +268,6 @@ pub struct PyTokenizer {
 }
 
 impl PyTokenizer {
-    fn encode_batch_raw(&self, py: Python<'_>, texts: Vec<String>, allowed: Vec<String>, threads: Option<usize>) -> PyResult<Vec<Vec<u32>>> {
-        let pool = pool(threads)?;
-        py.detach(|| {
-            guard(|| {
-                let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-                pool.install(|| self.encoder.encode_batch(&refs, &allowed))
-            })
-        })
-    }
-
     fn from_model(py: Python<'_>, model: Model, greedy_split: Option<bool>, stats: Vec<(&'static str, f64)>) -> PyResult<Self> {
         let greedy = greedy_split.unwrap_or(model.ngrams.is_some());
         let encoder = py.detach(|| guard(|| Encoder::new(&model, greedy)))?;
@@ -384,7 +374,7 @@ impl PyTokenizer {
     /// Encode many texts in parallel (GIL released); `threads=None` uses all cores.
     #[pyo3(signature = (texts, allowed, threads=None))]
     fn encode_batch(&self, py: Python<'_>, texts: Vec<String>, allowed: Vec<String>, threads: Option<usize>) -> PyResult<Vec<Vec<u32>>> {
-        self.encode_batch_raw(py, texts, allowed, threads)
+        batch(py, &self.encoder, texts, allowed, threads)
     }
 
     /// `encode_batch` as two little-endian buffers: all ids (u32), and `len(texts) + 1`
@@ -397,7 +387,7 @@ impl PyTokenizer {
         allowed: Vec<String>,
         threads: Option<usize>,
     ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
-        let batch = self.encode_batch_raw(py, texts, allowed, threads)?;
+        let batch = batch(py, &self.encoder, texts, allowed, threads)?;
         let (ids, offsets) = py.detach(|| flatten(&batch));
         Ok((PyBytes::new(py, &ids), PyBytes::new(py, &offsets)))
     }
@@ -539,7 +529,7 @@ impl PyRankTokenizer {
 
     #[pyo3(signature = (texts, allowed, threads=None))]
     fn encode_batch(&self, py: Python<'_>, texts: Vec<String>, allowed: Vec<String>, threads: Option<usize>) -> PyResult<Vec<Vec<u32>>> {
-        self.encode_batch_raw(py, texts, allowed, threads)
+        batch(py, &self.encoder, texts, allowed, threads)
     }
 
     /// `encode_batch` as two little-endian buffers: all ids (u32), and `len(texts) + 1`
@@ -552,7 +542,7 @@ impl PyRankTokenizer {
         allowed: Vec<String>,
         threads: Option<usize>,
     ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
-        let batch = self.encode_batch_raw(py, texts, allowed, threads)?;
+        let batch = batch(py, &self.encoder, texts, allowed, threads)?;
         let (ids, offsets) = py.detach(|| flatten(&batch));
         Ok((PyBytes::new(py, &ids), PyBytes::new(py, &offsets)))
     }
@@ -593,16 +583,6 @@ impl PyRankTokenizer {
 }
 
 impl PyRankTokenizer {
-    fn encode_batch_raw(&self, py: Python<'_>, texts: Vec<String>, allowed: Vec<String>, threads: Option<usize>) -> PyResult<Vec<Vec<u32>>> {
-        let pool = pool(threads)?;
-        py.detach(|| {
-            guard(|| {
-                let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-                pool.install(|| self.encoder.encode_batch(&refs, &allowed))
-            })
-        })
-    }
-
     fn decode_raw(&self, ids: &[i64]) -> PyResult<Vec<u8>> {
         let m = &self.encoder.model;
         let mut out = Vec::new();
@@ -621,6 +601,17 @@ impl PyRankTokenizer {
         }
         Ok(out)
     }
+}
+
+/// `encode_batch` on `threads` workers with the GIL released.
+fn batch(py: Python<'_>, encoder: &dyn Encode, texts: Vec<String>, allowed: Vec<String>, threads: Option<usize>) -> PyResult<Vec<Vec<u32>>> {
+    let pool = pool(threads)?;
+    py.detach(|| {
+        guard(|| {
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            pool.install(|| encoder.encode_batch(&refs, &allowed))
+        })
+    })
 }
 
 /// All ids as little-endian u32 bytes, and the offsets (u64) where each text's ids start.
