@@ -144,3 +144,23 @@ def test_thread_count_never_changes_the_model():
         assert one.model_text() == two.model_text()
     ref = superword.train(docs[:12000], 3000, "boundless", backend="reference")
     assert superword.train(docs[:12000], 3000, "boundless", threads=2).model_text() == ref.model_text()
+
+
+@pytest.mark.parametrize("backend", ["reference", "rust"])
+def test_models_do_not_depend_on_the_hash_seed(tmp_path, backend):
+    """Python randomizes str/bytes hashing per process: the model must not notice."""
+    import os
+    import subprocess
+    import sys
+    docs = multilingual(40)
+    (tmp_path / "docs.txt").write_text("".join(d + "\n" for d in docs), encoding="utf-8")
+    script = ("import superword, sys\n"
+              f"tok = superword.train(sys.argv[1], 900, 'boundless', greedy_split=True, backend='{backend}')\n"
+              "sys.stdout.write(tok.model_text())\n")
+    outputs = set()
+    for seed in ("1", "2", "12345"):
+        env = dict(os.environ, PYTHONHASHSEED=seed)
+        run = subprocess.run([sys.executable, "-c", script, str(tmp_path / "docs.txt")],
+                             capture_output=True, text=True, env=env, check=True)
+        outputs.add(run.stdout)
+    assert len(outputs) == 1
