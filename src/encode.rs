@@ -29,7 +29,9 @@ pub struct Encoder {
     /// regular merges: pair -> (index, result)
     ranks: FxHashMap<(TokenId, TokenId), (u32, TokenId)>,
     super_ranks: FxHashMap<(TokenId, TokenId), (u32, TokenId)>,
-    super_part: Vec<bool>,
+    /// per token: bit 1 = left part of some supermerge, bit 2 = right part (SPEC 7.4's "occurs
+    /// in some supermerge"; the bits also skip most pair lookups in `supermerge`)
+    super_part: Vec<u8>,
     reachable: Vec<bool>,
     /// reachable tokens by bytes: the shortcut's table (inline keys, see `piece.rs`)
     shortcut: PieceMap,
@@ -63,10 +65,10 @@ impl Encoder {
         };
         let ranks = table(&model.merges)?;
         let super_ranks = table(&model.supermerges)?;
-        let mut super_part = vec![false; model.vocab.len()];
+        let mut super_part = vec![0u8; model.vocab.len()];
         for &(l, r) in super_ranks.keys() {
-            super_part[l as usize] = true;
-            super_part[r as usize] = true;
+            super_part[l as usize] |= 1;
+            super_part[r as usize] |= 2;
         }
         let ngrams = if greedy_split {
             let table = model.ngrams.as_ref().ok_or_else(|| {
@@ -143,9 +145,13 @@ impl Encoder {
 
     /// Supermerges on one run of single-token pretokens, smallest index first.
     fn supermerge(&self, run: &mut Vec<TokenId>) {
+        let part = &self.super_part;
         while run.len() > 1 {
             let mut best: Option<(u32, (TokenId, TokenId), TokenId)> = None;
             for w in run.windows(2) {
+                if part[w[0] as usize] & 1 == 0 || part[w[1] as usize] & 2 == 0 {
+                    continue; // no supermerge starts with this left or ends with this right
+                }
                 if let Some(&(rank, merged)) = self.super_ranks.get(&(w[0], w[1])) {
                     if best.is_none_or(|b| rank < b.0) {
                         best = Some((rank, (w[0], w[1]), merged));
@@ -189,7 +195,7 @@ impl Encoder {
                 Some(&id) if shortcut => piece_tokens.push(id),
                 _ => self.merge_pretoken(raw, &mut piece_tokens),
             }
-            if piece_tokens.len() == 1 && self.super_part[piece_tokens[0] as usize] {
+            if piece_tokens.len() == 1 && self.super_part[piece_tokens[0] as usize] != 0 {
                 run.push(piece_tokens[0]);
             } else {
                 self.flush(&mut run, out);
