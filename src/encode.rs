@@ -216,13 +216,7 @@ impl Encoder {
     /// Token ids of `text`, recognising the special tokens in `allowed` (longest match first).
     pub fn encode(&self, text: &str, allowed: &[String]) -> Result<Vec<TokenId>> {
         let mut out = Vec::with_capacity(text.len() / 3);
-        split_specials(text, &self.special, allowed, |part| match part {
-            Part::Text(t) => self.encode_into(t, true, &mut out),
-            Part::Special(id) => {
-                out.push(id);
-                Ok(())
-            }
-        })?;
+        Encode::encode_append(self, text, allowed, &mut out)?;
         Ok(out)
     }
 
@@ -358,22 +352,58 @@ pub fn merge_by_rank(mut tokens: Vec<TokenId>, rank: impl Fn(TokenId, TokenId) -
 
 /// What the Python seam needs of an encoder (superword models and tiktoken ranks models).
 pub trait Encode: Sync {
-    fn encode_ordinary(&self, text: &str) -> Result<Vec<TokenId>>;
-    /// With the special tokens in `allowed` recognised.
-    fn encode(&self, text: &str, allowed: &[String]) -> Result<Vec<TokenId>>;
+    /// Append the ids of `text` to `out`, with the special tokens in `allowed` recognised.
+    fn encode_append(&self, text: &str, allowed: &[String], out: &mut Vec<TokenId>) -> Result<()>;
+
     /// Many texts in parallel on the current rayon pool; results keep their order.
     fn encode_batch(&self, texts: &[&str], allowed: &[String]) -> Result<Vec<Vec<TokenId>>> {
-        texts.par_iter().map(|t| self.encode(t, allowed)).collect()
+        texts
+            .par_iter()
+            .map(|t| {
+                let mut out = Vec::with_capacity(t.len() / 3);
+                self.encode_append(t, allowed, &mut out).map(|_| out)
+            })
+            .collect()
+    }
+
+    /// [`Encode::encode_batch`] into one buffer: all ids, and `texts.len() + 1` offsets.
+    /// Groups of texts fill their own buffers, so there is no allocation per text.
+    fn encode_batch_flat(&self, texts: &[&str], allowed: &[String]) -> Result<(Vec<TokenId>, Vec<u64>)> {
+        let group = (texts.len() / (rayon::current_num_threads() * 8)).max(64);
+        let parts: Vec<(Vec<TokenId>, Vec<u64>)> = texts
+            .par_chunks(group)
+            .map(|chunk| {
+                let bytes: usize = chunk.iter().map(|t| t.len()).sum();
+                let (mut ids, mut ends) = (Vec::with_capacity(bytes / 3), Vec::with_capacity(chunk.len()));
+                for t in chunk {
+                    self.encode_append(t, allowed, &mut ids)?;
+                    ends.push(ids.len() as u64);
+                }
+                Ok((ids, ends))
+            })
+            .collect::<Result<_>>()?;
+        let total: usize = parts.iter().map(|p| p.0.len()).sum();
+        let mut ids = Vec::with_capacity(total);
+        let mut offsets = Vec::with_capacity(texts.len() + 1);
+        offsets.push(0);
+        for (part, ends) in parts {
+            let base = ids.len() as u64;
+            offsets.extend(ends.into_iter().map(|e| base + e));
+            ids.extend_from_slice(&part);
+        }
+        Ok((ids, offsets))
     }
 }
 
 impl Encode for Encoder {
-    fn encode_ordinary(&self, text: &str) -> Result<Vec<TokenId>> {
-        Encoder::encode_ordinary(self, text)
-    }
-
-    fn encode(&self, text: &str, allowed: &[String]) -> Result<Vec<TokenId>> {
-        Encoder::encode(self, text, allowed)
+    fn encode_append(&self, text: &str, allowed: &[String], out: &mut Vec<TokenId>) -> Result<()> {
+        split_specials(text, &self.special, allowed, |part| match part {
+            Part::Text(t) => self.encode_into(t, true, out),
+            Part::Special(id) => {
+                out.push(id);
+                Ok(())
+            }
+        })
     }
 }
 

@@ -131,13 +131,7 @@ impl RankEncoder {
 
     pub fn encode(&self, text: &str, allowed: &[String]) -> Result<Vec<u32>> {
         let mut out = Vec::new();
-        crate::encode::split_specials(text, &self.model.special, allowed, |part| match part {
-            crate::encode::Part::Text(t) => self.encode_into(t, &mut out),
-            crate::encode::Part::Special(id) => {
-                out.push(id);
-                Ok(())
-            }
-        })?;
+        crate::encode::Encode::encode_append(self, text, allowed, &mut out)?;
         Ok(out)
     }
 
@@ -147,11 +141,13 @@ impl RankEncoder {
 }
 
 impl crate::encode::Encode for RankEncoder {
-    fn encode_ordinary(&self, text: &str) -> Result<Vec<u32>> {
-        RankEncoder::encode_ordinary(self, text)
-    }
-
-    fn encode(&self, text: &str, allowed: &[String]) -> Result<Vec<u32>> {
-        RankEncoder::encode(self, text, allowed)
+    fn encode_append(&self, text: &str, allowed: &[String], out: &mut Vec<u32>) -> Result<()> {
+        crate::encode::split_specials(text, &self.model.special, allowed, |part| match part {
+            crate::encode::Part::Text(t) => self.encode_into(t, out),
+            crate::encode::Part::Special(id) => {
+                out.push(id);
+                Ok(())
+            }
+        })
     }
 }

@@ -387,9 +387,7 @@ impl PyTokenizer {
         allowed: Vec<String>,
         threads: Option<usize>,
     ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
-        let batch = batch(py, &self.encoder, texts, allowed, threads)?;
-        let (ids, offsets) = py.detach(|| flatten(&batch));
-        Ok((PyBytes::new(py, &ids), PyBytes::new(py, &offsets)))
+        flat_batch(py, &self.encoder, texts, allowed, threads)
     }
 
     /// The id of a token given by its bytes, if any.
@@ -542,9 +540,7 @@ impl PyRankTokenizer {
         allowed: Vec<String>,
         threads: Option<usize>,
     ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
-        let batch = batch(py, &self.encoder, texts, allowed, threads)?;
-        let (ids, offsets) = py.detach(|| flatten(&batch));
-        Ok((PyBytes::new(py, &ids), PyBytes::new(py, &offsets)))
+        flat_batch(py, &self.encoder, texts, allowed, threads)
     }
 
     fn encode_to_tokens<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Vec<Bound<'py, PyBytes>>> {
@@ -614,21 +610,25 @@ fn batch(py: Python<'_>, encoder: &dyn Encode, texts: Vec<String>, allowed: Vec<
     })
 }
 
-/// All ids as little-endian u32 bytes, and the offsets (u64) where each text's ids start.
-fn flatten(batch: &[Vec<u32>]) -> (Vec<u8>, Vec<u8>) {
-    let total: usize = batch.iter().map(Vec::len).sum();
-    let mut ids = Vec::with_capacity(total * 4);
-    let mut offsets = Vec::with_capacity((batch.len() + 1) * 8);
-    offsets.extend_from_slice(&0u64.to_le_bytes());
-    let mut at = 0u64;
-    for seq in batch {
-        for &t in seq {
-            ids.extend_from_slice(&t.to_le_bytes());
-        }
-        at += seq.len() as u64;
-        offsets.extend_from_slice(&at.to_le_bytes());
-    }
-    (ids, offsets)
+/// `encode_batch_flat` as two little-endian byte buffers (ids u32, offsets u64).
+fn flat_batch<'py>(
+    py: Python<'py>,
+    encoder: &dyn Encode,
+    texts: Vec<String>,
+    allowed: Vec<String>,
+    threads: Option<usize>,
+) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+    let pool = pool(threads)?;
+    let (ids, offsets) = py.detach(|| {
+        guard(|| {
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            let (ids, offsets) = pool.install(|| encoder.encode_batch_flat(&refs, &allowed))?;
+            let ids: Vec<u8> = ids.iter().flat_map(|i| i.to_le_bytes()).collect();
+            let offsets: Vec<u8> = offsets.iter().flat_map(|o| o.to_le_bytes()).collect();
+            Ok((ids, offsets))
+        })
+    })?;
+    Ok((PyBytes::new(py, &ids), PyBytes::new(py, &offsets)))
 }
 
 // ------------------------------------------------------------------------------------------
