@@ -90,7 +90,6 @@ class ReferenceRankCore:
 
     kind = "tiktoken"
     num_supermerges = 0
-    training_stats: dict[str, float] = {}
 
     def __init__(self, ranks: dict[bytes, int], pattern: str, special_tokens: dict[str, int]):
         self.ranks = ranks
@@ -105,6 +104,7 @@ class ReferenceRankCore:
 
     vocab_size = property(lambda self: max([*self.vocab, *self._special.values()]) + 1)
     special_tokens = property(lambda self: dict(self._special))
+    training_stats = property(lambda self: {})
 
     def token_bytes(self, token_id: int) -> bytes:
         return self.decode_bytes([token_id])

@@ -64,7 +64,7 @@ impl Matcher {
     fn for_each<'a>(&self, s: &'a str, emit: &mut impl FnMut(&'a str)) -> Result<()> {
         match self {
             Matcher::Builtin(b) => {
-                gpt4o::for_each_piece(*b, s, |p| emit(p));
+                gpt4o::for_each_piece(*b, s, &mut *emit);
                 Ok(())
             }
             Matcher::Generic(g) => g.for_each(s, emit),
