@@ -11,9 +11,9 @@ use crate::count::Counts;
 use crate::encode::Encoder;
 use crate::error::{Error, Result};
 use crate::model::{Kind, Merge, Model, Settings};
-use crate::train::boundless::train_boundless;
+use crate::train::boundless::{train_boundless, train_pieces, Boundless};
 use crate::train::bpe::{train_words, WordModel};
-use crate::train::candidates::supermerge_candidates;
+use crate::train::candidates::{cut_runs, supermerge_candidates};
 use crate::train::ngram::{frequent_ngrams, greedy_split, MAX_NGRAM, MIN_COUNT_FLOOR};
 use crate::train::superbpe::train_superbpe;
 use crate::train::{Control, TokenId, Tokens, TrainMerge};
@@ -57,6 +57,22 @@ fn word_model(settings: &Settings, w: &WordModel) -> Model {
     }
 }
 
+/// The BoundlessBPE model from phase 2's result.
+fn boundless_model(config: &Config, word_model: &Model, b: Boundless, ngrams: Option<Vec<Vec<Vec<u8>>>>) -> Model {
+    let counts = b.vocab.iter().map(|(t, _)| b.phase2_tokens.id(t).map_or(0, |i| b.counts[i as usize])).collect();
+    Model {
+        kind: Kind::Boundless,
+        settings: config.settings.clone(),
+        vocab: b.vocab.iter().map(|(t, _)| t.clone()).collect(),
+        counts,
+        is_super: b.vocab.iter().map(|(_, s)| *s).collect(),
+        merges: word_model.merges[..b.used].to_vec(),
+        supermerges: to_bytes(&b.phase2_tokens, &b.supermerges),
+        special_tokens: Vec::new(),
+        ngrams,
+    }
+}
+
 pub fn train(counts: Counts, config: &Config, control: &dyn Control, stats: &mut Stats) -> Result<Model> {
     let Counts { words, runs, .. } = counts;
     if words.iter().all(|(w, c)| w.is_empty() || *c == 0) {
@@ -84,6 +100,19 @@ pub fn train(counts: Counts, config: &Config, control: &dyn Control, stats: &mut
     let token_of: Vec<Option<TokenId>> =
         words.par_iter().map(|(w, _)| encoder.single_token(w.as_bytes())).collect();
     drop(words);
+    let threshold = word.merges.last().map(|m| m.count);
+    if let (Algorithm::Boundless, false, Some(t)) = (config.algorithm, config.greedy_split, threshold) {
+        // the common case: cut the runs straight into phase 2's pieces
+        let (pieces, alone) = cut_runs(&runs, &token_of, t, word.tokens.len());
+        drop(runs);
+        control.progress("candidates", pieces.len() as u64, pieces.len() as u64)?;
+        stats.push(("candidates", clock.elapsed().as_secs_f64()));
+        let clock = Instant::now();
+        let b = train_pieces(&word.tokens, &word.merges, word.tokens.len(), pieces, alone, control)?;
+        let model = boundless_model(config, &word_model, b, None);
+        stats.push(("phase2", clock.elapsed().as_secs_f64()));
+        return Ok(model);
+    }
     let mut candidates: Vec<(Box<[TokenId]>, u64)> = supermerge_candidates(&runs, &token_of).into_iter().collect();
     drop(runs);
     let mut ngrams = None;
@@ -105,18 +134,7 @@ pub fn train(counts: Counts, config: &Config, control: &dyn Control, stats: &mut
     let model = match config.algorithm {
         Algorithm::Boundless => {
             let b = train_boundless(&word.tokens, &word.merges, word.tokens.len(), candidates, control)?;
-            let counts = b.vocab.iter().map(|(t, _)| b.phase2_tokens.id(t).map_or(0, |i| b.counts[i as usize])).collect();
-            Model {
-                kind: Kind::Boundless,
-                settings: config.settings.clone(),
-                vocab: b.vocab.iter().map(|(t, _)| t.clone()).collect(),
-                counts,
-                is_super: b.vocab.iter().map(|(_, s)| *s).collect(),
-                merges: word_model.merges[..b.used].to_vec(),
-                supermerges: to_bytes(&b.phase2_tokens, &b.supermerges),
-                special_tokens: Vec::new(),
-                ngrams,
-            }
+            boundless_model(config, &word_model, b, ngrams)
         }
         Algorithm::SuperBpe(n) => {
             // cutting at half the last regular merge's count is a guess that rarely needs

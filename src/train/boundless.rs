@@ -50,17 +50,29 @@ fn train(
     control: &dyn Control,
     allow_cut: bool,
 ) -> Result<Boundless> {
+    let threshold = word_merges.last().map(|m| m.count).filter(|_| allow_cut);
+    let (pieces, alone) = match threshold {
+        Some(t) => cut(&candidates, t, word_tokens.len()),
+        None => (candidates.into_iter().map(|(s, w)| (s, w, true)).collect(), Vec::new()),
+    };
+    train_pieces(word_tokens, word_merges, target, pieces, alone, control)
+}
+
+/// Phase 2 on candidates already cut (see the module notes): `pieces` of two or more tokens
+/// with their weights and "is a whole candidate", and the weight of each token standing
+/// alone as a one-token piece.
+pub fn train_pieces(
+    word_tokens: &Tokens,
+    word_merges: &[TrainMerge],
+    target: usize,
+    pieces: Vec<(Box<[TokenId]>, u64, bool)>,
+    alone: Vec<u64>,
+    control: &dyn Control,
+) -> Result<Boundless> {
     // phase-2 token ids start as the word model's, so candidates need no translation
     let mut tokens = word_tokens.clone();
-    let threshold = word_merges.last().map(|m| m.count).filter(|_| allow_cut);
-    let (mut state, alone) = match threshold {
-        Some(t) => {
-            let (pieces, alone) = cut(&candidates, t, tokens.len());
-            (MergeState::with_pieces(pieces.iter().map(|(s, w, whole)| (&s[..], *w, *whole)), &tokens), alone)
-        }
-        None => (MergeState::new(candidates.iter().map(|(s, w)| (&s[..], *w)), &tokens), Vec::new()),
-    };
-    drop(candidates);
+    let mut state = MergeState::with_pieces(pieces.iter().map(|(s, w, whole)| (&s[..], *w, *whole)), &tokens);
+    drop(pieces);
     let mut vocab: Vec<(Vec<u8>, bool)> = (0..243).map(|id| (tokens.bytes(id).to_vec(), false)).collect();
     let mut known: rustc_hash::FxHashSet<Vec<u8>> = vocab.iter().map(|v| v.0.clone()).collect();
     let mut supermerges: Vec<TrainMerge> = Vec::new();

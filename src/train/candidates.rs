@@ -130,3 +130,96 @@ fn merge_into(mut big: Pieces, mut big_alone: Vec<u64>, small: Pieces, small_alo
     }
     (big, big_alone)
 }
+
+/// Candidates straight from the letter runs, already cut for BoundlessBPE's phase 2: the same
+/// result as [`supermerge_candidates`] followed by [`cut`], without building the uncut
+/// candidates (a large table on big corpora).  A run is cut at pretokens that are not
+/// eligible (which makes the candidates) and where two different tokens meet whose pair
+/// occurs at most `threshold` times in all candidates.
+#[allow(clippy::type_complexity)]
+pub fn cut_runs(
+    runs: &[(Vec<u32>, FxHashMap<Box<[u32]>, u64>)],
+    token_of: &[Option<TokenId>],
+    threshold: u64,
+    n_tokens: usize,
+) -> (Vec<(Box<[TokenId]>, u64, bool)>, Vec<u64>) {
+    // 1. pair counts over the candidates, one shard of pairs per thread
+    let shards = rayon::current_num_threads().max(1);
+    let counts: Vec<FxHashMap<(TokenId, TokenId), u64>> = (0..shards)
+        .into_par_iter()
+        .map(|k| {
+            let mut map: FxHashMap<(TokenId, TokenId), u64> = FxHashMap::default();
+            for (remap, table) in runs {
+                for (run, w) in table {
+                    let mut prev: Option<TokenId> = None;
+                    for &p in run.iter() {
+                        let t = token_of[remap[p as usize] as usize];
+                        if let (Some(a), Some(b)) = (prev, t) {
+                            if a != b && (a as usize ^ b as usize) % shards == k {
+                                *map.entry((a, b)).or_insert(0) += w;
+                            }
+                        }
+                        prev = t;
+                    }
+                }
+            }
+            map
+        })
+        .collect();
+    let weak = |a: TokenId, b: TokenId| {
+        a != b && counts[(a as usize ^ b as usize) % shards].get(&(a, b)).is_none_or(|&c| c <= threshold)
+    };
+    // 2. cut every run, per counting table in parallel, and add the pieces up
+    type Pieces = FxHashMap<(Box<[TokenId]>, bool), u64>;
+    let parts: Vec<(Pieces, Vec<u64>)> = runs
+        .par_iter()
+        .map(|(remap, table)| {
+            let mut pieces: Pieces = FxHashMap::default();
+            let mut alone = vec![0u64; n_tokens];
+            let mut segment: Vec<TokenId> = Vec::new();
+            let emit = |segment: &mut Vec<TokenId>, w: u64, pieces: &mut Pieces, alone: &mut Vec<u64>| {
+                if segment.len() >= 2 {
+                    let mut start = 0;
+                    for i in 1..=segment.len() {
+                        if i == segment.len() || weak(segment[i - 1], segment[i]) {
+                            let piece = &segment[start..i];
+                            if piece.len() == 1 {
+                                alone[piece[0] as usize] += w;
+                            } else {
+                                let whole = piece.len() == segment.len();
+                                *pieces.entry((piece.into(), whole)).or_insert(0) += w;
+                            }
+                            start = i;
+                        }
+                    }
+                }
+                segment.clear();
+            };
+            for (run, w) in table {
+                for &p in run.iter() {
+                    match token_of[remap[p as usize] as usize] {
+                        Some(t) => segment.push(t),
+                        None => emit(&mut segment, *w, &mut pieces, &mut alone),
+                    }
+                }
+                emit(&mut segment, *w, &mut pieces, &mut alone);
+            }
+            (pieces, alone)
+        })
+        .collect();
+    let mut all: Pieces = FxHashMap::default();
+    let mut alone = vec![0u64; n_tokens];
+    for (pieces, a) in parts {
+        if all.is_empty() {
+            all = pieces;
+        } else {
+            for (k, w) in pieces {
+                *all.entry(k).or_insert(0) += w;
+            }
+        }
+        for (x, y) in alone.iter_mut().zip(a) {
+            *x += y;
+        }
+    }
+    (all.into_iter().map(|((s, whole), w)| (s, w, whole)).collect(), alone)
+}
