@@ -81,19 +81,7 @@ pub fn cut(
         let mut pieces: FxHashMap<(Box<[TokenId]>, bool), u64> = FxHashMap::default();
         let mut alone = vec![0u64; n_tokens];
         for (seq, w) in part {
-            let mut start = 0;
-            for i in 1..=seq.len() {
-                if i == seq.len() || weak(seq[i - 1], seq[i]) {
-                    let piece = &seq[start..i];
-                    if piece.len() == 1 {
-                        alone[piece[0] as usize] += w;
-                    } else {
-                        let whole = piece.len() == seq.len();
-                        *pieces.entry((piece.into(), whole)).or_insert(0) += w;
-                    }
-                    start = i;
-                }
-            }
+            cut_one(seq, *w, &weak, &mut pieces, &mut alone);
         }
         (pieces, alone)
     };
@@ -129,6 +117,29 @@ fn merge_into(mut big: Pieces, mut big_alone: Vec<u64>, small: Pieces, small_alo
         *x += y;
     }
     (big, big_alone)
+}
+
+/// Cut one candidate where `weak` says so: pieces of two or more tokens are added to `pieces`
+/// (with "is the whole candidate"), single tokens to `alone`.
+fn cut_one(
+    seq: &[TokenId],
+    w: u64,
+    weak: &impl Fn(TokenId, TokenId) -> bool,
+    pieces: &mut FxHashMap<(Box<[TokenId]>, bool), u64>,
+    alone: &mut [u64],
+) {
+    let mut start = 0;
+    for i in 1..=seq.len() {
+        if i == seq.len() || weak(seq[i - 1], seq[i]) {
+            let piece = &seq[start..i];
+            if piece.len() == 1 {
+                alone[piece[0] as usize] += w;
+            } else {
+                *pieces.entry((piece.into(), piece.len() == seq.len())).or_insert(0) += w;
+            }
+            start = i;
+        }
+    }
 }
 
 /// Candidates straight from the letter runs, already cut for BoundlessBPE's phase 2: the same
@@ -177,21 +188,9 @@ pub fn cut_runs(
             let mut pieces: Pieces = FxHashMap::default();
             let mut alone = vec![0u64; n_tokens];
             let mut segment: Vec<TokenId> = Vec::new();
-            let emit = |segment: &mut Vec<TokenId>, w: u64, pieces: &mut Pieces, alone: &mut Vec<u64>| {
+            let emit = |segment: &mut Vec<TokenId>, w: u64, pieces: &mut Pieces, alone: &mut [u64]| {
                 if segment.len() >= 2 {
-                    let mut start = 0;
-                    for i in 1..=segment.len() {
-                        if i == segment.len() || weak(segment[i - 1], segment[i]) {
-                            let piece = &segment[start..i];
-                            if piece.len() == 1 {
-                                alone[piece[0] as usize] += w;
-                            } else {
-                                let whole = piece.len() == segment.len();
-                                *pieces.entry((piece.into(), whole)).or_insert(0) += w;
-                            }
-                            start = i;
-                        }
-                    }
+                    cut_one(segment, w, &weak, pieces, alone);
                 }
                 segment.clear();
             };
