@@ -222,3 +222,47 @@ pub fn cut_runs(
     }
     (all.into_iter().map(|((s, whole), w)| (s, w, whole)).collect(), alone)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cutting_runs_directly_equals_building_then_cutting_candidates() {
+        let mut state = 0x0DDB_1A5E_5BAD_5EEDu64;
+        let mut next = |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n
+        };
+        for round in 0..100 {
+            // two counting tables with their own pretoken ids, and random eligibility
+            let words = 12usize;
+            let token_of: Vec<Option<TokenId>> =
+                (0..words).map(|w| if next(5) == 0 { None } else { Some(300 + (w % 7) as TokenId) }).collect();
+            let runs: Vec<(Vec<u32>, FxHashMap<Box<[u32]>, u64>)> = (0..2)
+                .map(|_| {
+                    let remap: Vec<u32> = (0..words as u32).map(|_| next(words as u64) as u32).collect();
+                    let mut table: FxHashMap<Box<[u32]>, u64> = FxHashMap::default();
+                    for _ in 0..next(30) + 1 {
+                        let run: Box<[u32]> = (0..2 + next(8)).map(|_| next(words as u64) as u32).collect();
+                        *table.entry(run).or_insert(0) += 1 + next(5);
+                    }
+                    (remap, table)
+                })
+                .collect();
+            let threshold = next(6) + round % 3;
+            let candidates: Vec<(Box<[TokenId]>, u64)> = supermerge_candidates(&runs, &token_of).into_iter().collect();
+            let sorted = |(mut p, a): (Vec<(Box<[TokenId]>, u64, bool)>, Vec<u64>)| {
+                p.sort();
+                (p, a)
+            };
+            assert_eq!(
+                sorted(cut(&candidates, threshold, 400)),
+                sorted(cut_runs(&runs, &token_of, threshold, 400)),
+                "round {round}"
+            );
+        }
+    }
+}
