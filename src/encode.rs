@@ -490,16 +490,11 @@ mod tests {
     #[test]
     fn the_heap_merges_long_pieces_like_the_scan() {
         let enc = Encoder::new(&model(), false).unwrap();
-        let mut state = 0x1234_5678_9ABC_DEF1u64;
+        let mut rng = crate::XorShift(0x1234_5678_9ABC_DEF1);
         for len in [49, 50, 64, 100, 257, 1000] {
             for _ in 0..50 {
                 let piece: Vec<u8> = (0..len)
-                    .map(|_| {
-                        state ^= state << 13;
-                        state ^= state >> 7;
-                        state ^= state << 17;
-                        [b'a', b'b', b'a', b'c'][(state % 4) as usize]
-                    })
+                    .map(|_| [b'a', b'b', b'a', b'c'][rng.below(4) as usize])
                     .collect();
                 let (mut scan, mut heap) = (Vec::new(), Vec::new());
                 // the scan, forced by calling the short path's loop on the long piece

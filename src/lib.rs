@@ -31,3 +31,19 @@ pub mod train;
 
 #[cfg(feature = "python")]
 mod py;
+
+/// A small deterministic generator (xorshift) for the randomized unit tests, so they need no
+/// dependency and always draw the same inputs.
+#[cfg(test)]
+pub(crate) struct XorShift(pub u64);
+
+#[cfg(test)]
+impl XorShift {
+    /// The next number below `n`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}

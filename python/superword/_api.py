@@ -135,11 +135,11 @@ def train(inputs: Any, vocab_size: int = 32768, algorithm: str = "boundless",
         if paths is not None:
             impl = core.train_files(paths, text_field=text_field, **options)
         else:
-            impl = core.train_iter(_inputs.iter_documents(documents, text_field), **options)
+            impl = core.train_iter(_inputs.documents_of(None, documents, text_field), **options)
         return Tokenizer(impl, backend)
     stats: dict[str, float] = {}
     model = _ref_train.train(
-        _inputs.iter_documents(inputs, text_field), vocab_size, algorithm, supermerges,
+        _inputs.documents_of(paths, documents, text_field), vocab_size, algorithm, supermerges,
         pattern=main, script_pattern=script, scripts=names, greedy_split=greedy_split,
         progress=progress, stats=stats)
     return Tokenizer(ReferenceCore(model, training_stats=stats), backend)

@@ -63,7 +63,12 @@ def _all_paths(items: Iterable[object]) -> bool:
 
 def iter_documents(inputs: object, text_field: str = "text") -> Iterator[str]:
     """All documents of ``inputs`` in order (see :func:`resolve_inputs`)."""
-    paths, documents = resolve_inputs(inputs)
+    return documents_of(*resolve_inputs(inputs), text_field)
+
+
+def documents_of(paths: list[str] | None, documents: Iterable[str] | None,
+                 text_field: str = "text") -> Iterator[str]:
+    """The documents of inputs already split by :func:`resolve_inputs`."""
     if paths is not None:
         for path in paths:
             yield from read_file(path, text_field)
@@ -138,15 +143,16 @@ def stdlib_sources() -> list[Path]:
     return sorted(files)
 
 
-def stdlib_documents() -> Iterator[str]:
-    """One document per standard-library source file.  A handful of files in Python's own
-    test suite are deliberately not UTF-8; those are skipped (they are not user input)."""
-    for path in stdlib_sources():
+def stdlib_documents(files: list[Path] | None = None) -> Iterator[str]:
+    """One document per standard-library source file (``files``: :func:`stdlib_sources`).
+    A handful of files in Python's own test suite are deliberately not UTF-8; those are
+    skipped (they are not user input)."""
+    for path in stdlib_sources() if files is None else files:
         try:
             yield path.read_bytes().decode("utf-8")
         except (UnicodeDecodeError, OSError):
             continue
 
 
-def describe_stdlib() -> str:
-    return f"the standard library of Python {sys.version.split()[0]} ({len(stdlib_sources())} .py files)"
+def describe_stdlib(files: list[Path]) -> str:
+    return f"the standard library of Python {sys.version.split()[0]} ({len(files)} .py files)"

@@ -142,18 +142,7 @@ class ReferenceRankCore:
         return self._encode_text(text)
 
     def encode(self, text: str, allowed: Iterable[str]) -> list[int]:
-        allowed = [s for s in allowed if s in self._special]
-        if not allowed:
-            return self._encode_text(text)
-        splitter = regex.compile("(" + "|".join(regex.escape(s) for s in
-                                                sorted(allowed, key=lambda s: (-len(s), s))) + ")")
-        ids: list[int] = []
-        for i, part in enumerate(splitter.split(text)):
-            if i % 2:
-                ids.append(self._special[part])
-            elif part:
-                ids.extend(self._encode_text(part))
-        return ids
+        return _encode.encode_with_specials(text, self._special, allowed, self._encode_text)
 
     def encode_batch(self, texts: list[str], allowed: Iterable[str], threads: int | None = None) -> list[list[int]]:
         allowed = list(allowed)

@@ -79,8 +79,9 @@ def _train(args: argparse.Namespace) -> None:
         _inputs.resolve_inputs(inputs)  # fail on a missing file before anything else
         source = ", ".join(args.inputs)
     else:
-        inputs = _inputs.stdlib_documents()
-        source = _inputs.describe_stdlib()
+        files = _inputs.stdlib_sources()
+        inputs = _inputs.stdlib_documents(files)
+        source = _inputs.describe_stdlib(files)
     scripts = args.scripts.split(",") if args.scripts else None
     if not args.quiet:
         print(f"training {args.algorithm} (vocab_size={args.vocab_size}) on {source}", file=sys.stderr)

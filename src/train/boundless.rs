@@ -117,42 +117,31 @@ mod tests {
     use crate::train::Silent;
     use rustc_hash::FxHashMap;
 
-    /// A small deterministic generator (xorshift), so the test needs no dependency.
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self, n: u64) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0 % n
-        }
-    }
-
     fn same(a: &Boundless, b: &Boundless) -> bool {
         a.used == b.used && a.supermerges == b.supermerges && a.vocab == b.vocab && a.counts == b.counts
     }
 
     #[test]
     fn cutting_never_changes_the_result() {
-        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+        let mut rng = crate::XorShift(0x9E37_79B9_7F4A_7C15);
         for round in 0..300 {
             // pretoken-level tokens: 12 one-letter "words" plus their pairs as regular tokens
             let mut tokens = Tokens::base();
             let letters: Vec<TokenId> = (b'a'..=b'l').map(|b| tokens.id(&[b]).unwrap()).collect();
             let mut merges = Vec::new();
-            let mut count = 40 + rng.next(40);
-            for _ in 0..rng.next(12) + 1 {
-                let (l, r) = (letters[rng.next(12) as usize], letters[rng.next(12) as usize]);
+            let mut count = 40 + rng.below(40);
+            for _ in 0..rng.below(12) + 1 {
+                let (l, r) = (letters[rng.below(12) as usize], letters[rng.below(12) as usize]);
                 let bytes = [tokens.bytes(l), tokens.bytes(r)].concat();
                 tokens.add(&bytes);
                 merges.push(TrainMerge { pair: (l, r), count, flag: false });
-                count -= rng.next(count / 3 + 1).min(count - 1);
+                count -= rng.below(count / 3 + 1).min(count - 1);
             }
             let mut candidates: FxHashMap<Box<[TokenId]>, u64> = FxHashMap::default();
-            for _ in 0..rng.next(40) + 1 {
-                let len = 2 + rng.next(7) as usize;
-                let seq: Box<[TokenId]> = (0..len).map(|_| letters[rng.next(5 + round % 7) as usize]).collect();
-                *candidates.entry(seq).or_insert(0) += 1 + rng.next(9);
+            for _ in 0..rng.below(40) + 1 {
+                let len = 2 + rng.below(7) as usize;
+                let seq: Box<[TokenId]> = (0..len).map(|_| letters[rng.below(5 + round % 7) as usize]).collect();
+                *candidates.entry(seq).or_insert(0) += 1 + rng.below(9);
             }
             let candidates: Vec<(Box<[TokenId]>, u64)> = candidates.into_iter().collect();
             let target = tokens.len();

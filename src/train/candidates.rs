@@ -229,13 +229,8 @@ mod tests {
 
     #[test]
     fn cutting_runs_directly_equals_building_then_cutting_candidates() {
-        let mut state = 0x0DDB_1A5E_5BAD_5EEDu64;
-        let mut next = |n: u64| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state % n
-        };
+        let mut rng = crate::XorShift(0x0DDB_1A5E_5BAD_5EEDu64);
+        let mut next = |n: u64| rng.below(n);
         for round in 0..100 {
             // two counting tables with their own pretoken ids, and random eligibility
             let words = 12usize;

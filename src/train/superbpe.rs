@@ -75,13 +75,8 @@ mod tests {
 
     #[test]
     fn any_threshold_gives_the_same_model() {
-        let mut state = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = |n: u64| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state % n
-        };
+        let mut rng = crate::XorShift(0x2545_F491_4F6C_DD1Du64);
+        let mut next = |n: u64| rng.below(n);
         for round in 0..200 {
             let tokens = Tokens::base();
             let letters: Vec<TokenId> = (b'a'..=b'h').map(|b| tokens.id(&[b]).unwrap()).collect();

@@ -17,7 +17,7 @@
 """
 from __future__ import annotations
 
-from typing import AbstractSet, Iterable
+from typing import AbstractSet, Callable, Iterable
 
 import regex
 
@@ -158,17 +158,7 @@ class Encoder:
 
     def encode(self, text: str, allowed: AbstractSet[str]) -> list[int]:
         """Encode with the special tokens in ``allowed`` recognised (longest match first)."""
-        if not allowed:
-            return self.encode_ordinary(text)
-        alternatives = sorted(allowed, key=lambda s: (-len(s), s))
-        splitter = regex.compile("(" + "|".join(regex.escape(s) for s in alternatives) + ")")
-        ids: list[int] = []
-        for i, part in enumerate(splitter.split(text)):
-            if i % 2:
-                ids.append(self.special_tokens[part])
-            elif part:
-                ids.extend(self.encode_ordinary(part))
-        return ids
+        return encode_with_specials(text, self.special_tokens, allowed, self.encode_ordinary)
 
     def decode_bytes(self, ids: Iterable[int]) -> bytes:
         vocab = self.model.vocab
@@ -187,6 +177,27 @@ class Encoder:
 
     def decode(self, ids: Iterable[int]) -> str:
         return self.decode_bytes(ids).decode("utf-8", errors="replace")
+
+
+def encode_with_specials(text: str, special_tokens: dict[str, int], allowed: Iterable[str],
+                         encode_ordinary: Callable[[str], list[int]]) -> list[int]:
+    """SPEC 7.1: split ``text`` on the special tokens in ``allowed`` (longest match first),
+    each becoming its id, and encode the pieces between them.
+
+    >>> encode_with_specials("a<s>b", {"<s>": 9}, {"<s>"}, lambda t: [ord(c) for c in t])
+    [97, 9, 98]
+    """
+    alternatives = sorted((s for s in allowed if s in special_tokens), key=lambda s: (-len(s), s))
+    if not alternatives:
+        return encode_ordinary(text)
+    splitter = regex.compile("(" + "|".join(regex.escape(s) for s in alternatives) + ")")
+    ids: list[int] = []
+    for i, part in enumerate(splitter.split(text)):
+        if i % 2:
+            ids.append(special_tokens[part])
+        elif part:
+            ids.extend(encode_ordinary(part))
+    return ids
 
 
 def eligible_tokens(encoder: Encoder) -> set[bytes]:
