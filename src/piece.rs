@@ -19,7 +19,10 @@ impl Piece {
         if b.len() <= 22 {
             let mut bytes = [0u8; 22];
             bytes[..b.len()].copy_from_slice(b);
-            Piece::Inline { len: b.len() as u8, bytes }
+            Piece::Inline {
+                len: b.len() as u8,
+                bytes,
+            }
         } else {
             Piece::Heap(b.into())
         }
@@ -34,7 +37,9 @@ impl Piece {
 
     /// The text of a piece made from a `str`.
     pub fn to_boxed_str(&self) -> Box<str> {
-        std::str::from_utf8(self.as_bytes()).expect("pieces made from text are text").into()
+        std::str::from_utf8(self.as_bytes())
+            .expect("pieces made from text are text")
+            .into()
     }
 }
 

@@ -39,7 +39,12 @@ pub type Stats = Vec<(&'static str, f64)>;
 fn to_bytes(tokens: &Tokens, merges: &[TrainMerge]) -> Vec<Merge> {
     merges
         .iter()
-        .map(|m| Merge { left: tokens.bytes(m.pair.0).to_vec(), right: tokens.bytes(m.pair.1).to_vec(), count: m.count, flag: m.flag })
+        .map(|m| Merge {
+            left: tokens.bytes(m.pair.0).to_vec(),
+            right: tokens.bytes(m.pair.1).to_vec(),
+            count: m.count,
+            flag: m.flag,
+        })
         .collect()
 }
 
@@ -58,8 +63,17 @@ fn word_model(settings: &Settings, w: &WordModel) -> Model {
 }
 
 /// The BoundlessBPE model from phase 2's result.
-fn boundless_model(config: &Config, word_model: &Model, b: Boundless, ngrams: Option<Vec<Vec<Vec<u8>>>>) -> Model {
-    let counts = b.vocab.iter().map(|(t, _)| b.phase2_tokens.id(t).map_or(0, |i| b.counts[i as usize])).collect();
+fn boundless_model(
+    config: &Config,
+    word_model: &Model,
+    b: Boundless,
+    ngrams: Option<Vec<Vec<Vec<u8>>>>,
+) -> Model {
+    let counts = b
+        .vocab
+        .iter()
+        .map(|(t, _)| b.phase2_tokens.id(t).map_or(0, |i| b.counts[i as usize]))
+        .collect();
     Model {
         kind: Kind::Boundless,
         settings: config.settings.clone(),
@@ -76,7 +90,9 @@ fn boundless_model(config: &Config, word_model: &Model, b: Boundless, ngrams: Op
 pub fn train(counts: Counts, config: &Config, control: &dyn Control, stats: &mut Stats) -> Result<Model> {
     let Counts { words, runs, .. } = counts;
     if words.iter().all(|(w, c)| w.is_empty() || *c == 0) {
-        return Err(Error::Value("the corpus is empty: no document contains any text".into()));
+        return Err(Error::Value(
+            "the corpus is empty: no document contains any text".into(),
+        ));
     }
 
     // 2. phase 1: BPE on the aggregated pretokens
@@ -97,8 +113,10 @@ pub fn train(counts: Counts, config: &Config, control: &dyn Control, stats: &mut
     // 3. supermerge candidates: letter runs cut at pretokens that are not single tokens
     let clock = Instant::now();
     let encoder = Encoder::new(&word_model, false)?;
-    let token_of: Vec<Option<TokenId>> =
-        words.par_iter().map(|(w, _)| encoder.single_token(w.as_bytes())).collect();
+    let token_of: Vec<Option<TokenId>> = words
+        .par_iter()
+        .map(|(w, _)| encoder.single_token(w.as_bytes()))
+        .collect();
     drop(words);
     let threshold = word.merges.last().map(|m| m.count);
     if let (Algorithm::Boundless, false, Some(t)) = (config.algorithm, config.greedy_split, threshold) {
@@ -108,21 +126,32 @@ pub fn train(counts: Counts, config: &Config, control: &dyn Control, stats: &mut
         control.progress("candidates", pieces.len() as u64, pieces.len() as u64)?;
         stats.push(("candidates", clock.elapsed().as_secs_f64()));
         let clock = Instant::now();
-        let b = train_pieces(&word.tokens, &word.merges, word.tokens.len(), pieces, alone, control)?;
+        let b = train_pieces(
+            &word.tokens,
+            &word.merges,
+            word.tokens.len(),
+            pieces,
+            alone,
+            control,
+        )?;
         let model = boundless_model(config, &word_model, b, None);
         stats.push(("phase2", clock.elapsed().as_secs_f64()));
         return Ok(model);
     }
-    let mut candidates: Vec<(Box<[TokenId]>, u64)> = supermerge_candidates(&runs, &token_of).into_iter().collect();
+    let mut candidates: Vec<(Box<[TokenId]>, u64)> =
+        supermerge_candidates(&runs, &token_of).into_iter().collect();
     drop(runs);
     let mut ngrams = None;
     if config.greedy_split {
         let min_count = word.merges.last().map_or(0, |m| m.count).max(MIN_COUNT_FLOOR);
-        let table: rustc_hash::FxHashSet<Box<[TokenId]>> =
-            frequent_ngrams(&candidates, min_count, MAX_NGRAM).into_keys().collect();
+        let table: rustc_hash::FxHashSet<Box<[TokenId]>> = frequent_ngrams(&candidates, min_count, MAX_NGRAM)
+            .into_keys()
+            .collect();
         candidates = greedy_split(candidates, &table);
-        let mut rendered: Vec<Vec<Vec<u8>>> =
-            table.iter().map(|g| g.iter().map(|&t| word.tokens.bytes(t).to_vec()).collect()).collect();
+        let mut rendered: Vec<Vec<Vec<u8>>> = table
+            .iter()
+            .map(|g| g.iter().map(|&t| word.tokens.bytes(t).to_vec()).collect())
+            .collect();
         rendered.sort();
         ngrams = Some(rendered);
     }

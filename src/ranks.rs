@@ -28,11 +28,15 @@ pub fn parse(text: &str, name: &str) -> Result<(FxHashMap<Vec<u8>, u32>, FxHashM
             continue;
         }
         let bad = |why: &str| Error::Value(format!("{name}, line {}: {why}", i + 1));
-        let (token, rank) = line.split_once(' ').ok_or_else(|| bad("expected '<base64 token> <rank>'"))?;
+        let (token, rank) = line
+            .split_once(' ')
+            .ok_or_else(|| bad("expected '<base64 token> <rank>'"))?;
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(token)
             .map_err(|_| bad("the token is not valid base64"))?;
-        let rank: u32 = rank.parse().map_err(|_| bad("the rank is not a non-negative integer"))?;
+        let rank: u32 = rank
+            .parse()
+            .map_err(|_| bad("the rank is not a non-negative integer"))?;
         if bytes.is_empty() {
             return Err(bad("empty token"));
         }
@@ -93,7 +97,11 @@ impl RankEncoder {
             }
             let i = best.1;
             parts.remove(i + 1);
-            parts[i].1 = if i + 2 < parts.len() { rank_of(parts[i].0, parts[i + 2].0) } else { u32::MAX };
+            parts[i].1 = if i + 2 < parts.len() {
+                rank_of(parts[i].0, parts[i + 2].0)
+            } else {
+                u32::MAX
+            };
             if i > 0 {
                 parts[i - 1].1 = rank_of(parts[i - 1].0, parts[i + 1].0);
             }
@@ -101,7 +109,9 @@ impl RankEncoder {
         for w in parts.windows(2) {
             let bytes = &piece[w[0].0..w[1].0];
             let id = ranks.get(bytes).copied().ok_or_else(|| {
-                Error::Value(format!("the ranks file has no token for the bytes {bytes:?}: it lacks single bytes"))
+                Error::Value(format!(
+                    "the ranks file has no token for the bytes {bytes:?}: it lacks single bytes"
+                ))
             })?;
             out.push(id);
         }
@@ -110,16 +120,17 @@ impl RankEncoder {
 
     fn encode_into(&self, text: &str, out: &mut Vec<u32>) -> Result<()> {
         let mut error = None;
-        self.matcher.for_each_piece(text, &mut |piece: &str| {
-            match self.model.ranks.get(piece.as_bytes()) {
+        self.matcher.for_each_piece(
+            text,
+            &mut |piece: &str| match self.model.ranks.get(piece.as_bytes()) {
                 Some(&id) => out.push(id),
                 None => {
                     if let Err(e) = self.merge_piece(piece.as_bytes(), out) {
                         error.get_or_insert(e);
                     }
                 }
-            }
-        })?;
+            },
+        )?;
         error.map_or(Ok(()), Err)
     }
 

@@ -53,7 +53,12 @@ impl ScriptTable {
                 bmp[cp as usize] = script;
             }
         }
-        ScriptTable { starts, ranges, names, bmp }
+        ScriptTable {
+            starts,
+            ranges,
+            names,
+            bmp,
+        }
     }
 
     /// The embedded table, parsed once.

@@ -1,5 +1,6 @@
-"""Shared test helpers.  Corpora and golden files live in ``../shared`` next to the repository;
-tests that need them skip with a reason when that folder is absent (a fresh clone)."""
+"""Shared test helpers.  The golden fixtures are in ``tests/data/golden`` (always present); the
+large corpora live in ``../shared/data`` next to the repository, and tests that need them skip with
+a reason when that folder is absent (a fresh clone)."""
 from __future__ import annotations
 
 import json
@@ -9,7 +10,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
-GOLDEN = SHARED / "golden"
+GOLDEN = ROOT / "tests" / "data" / "golden"
 DATA = SHARED / "data"
 
 

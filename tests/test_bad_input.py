@@ -2,10 +2,8 @@
 from __future__ import annotations
 
 import gzip
-import json
 
 import pytest
-
 import superword
 
 DOCS = ["the cat sat on the mat", "the dog sat on the log"] * 5

@@ -18,6 +18,7 @@ def test_the_stub_matches_the_extension():
     """`_core.pyi` does not lie (mypy's stubtest), when mypy is installed."""
     import subprocess
     import sys
+
     import pytest
     pytest.importorskip("mypy")
     out = subprocess.run([sys.executable, "-m", "mypy.stubtest", "superword._core"],

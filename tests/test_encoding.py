@@ -5,7 +5,6 @@ from __future__ import annotations
 import gzip
 
 import pytest
-
 import superword
 from helpers import DATA, need
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 import superword
 from helpers import GOLDEN, need, read_jsonl_texts
 

@@ -5,10 +5,8 @@ import random
 
 import pytest
 import regex
-
-from superword.minbpe import GPT4_SPLIT_PATTERN, BasicTokenizer, GPT4Tokenizer, RegexTokenizer
 from helpers import DATA, need
-
+from superword.minbpe import GPT4_SPLIT_PATTERN, BasicTokenizer, GPT4Tokenizer, RegexTokenizer
 
 # -- an oracle: minbpe's training loop, written out plainly (slow, small inputs only) --------------
 

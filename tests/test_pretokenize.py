@@ -2,10 +2,9 @@
 from __future__ import annotations
 
 import regex
-from hypothesis import given, settings, strategies as st
-
-from superword.reference.pretokenize import (DEFAULT_SCRIPTS, GPT4O, SCRIPT_SPECIFIC_GPT4O,
-                                             Pretokenizer)
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from superword.reference.pretokenize import DEFAULT_SCRIPTS, GPT4O, SCRIPT_SPECIFIC_GPT4O, Pretokenizer
 from superword.reference.scripts import script_name, script_names, script_table
 
 AWARE = Pretokenizer(GPT4O, SCRIPT_SPECIFIC_GPT4O, DEFAULT_SCRIPTS)

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import pytest
-
 import superword
 
 DOCS = ["It is one of the best in the world.", "One of the best, in the end.",

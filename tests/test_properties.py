@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import functools
 
-from hypothesis import given, settings, strategies as st
-
 import superword
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_pretokenize import text_strategy
 
 CORPUS = [
@@ -17,7 +17,7 @@ CORPUS = [
 ] * 20
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def tokenizer(algorithm: str, aware: bool, backend: str = "reference") -> superword.Tokenizer:
     if algorithm == "superbpe":
         return superword.train(CORPUS, 700, "superbpe", supermerges=30, script_aware=aware,

@@ -10,7 +10,9 @@ import contextlib
 import gc
 import os
 import sys
-from typing import AbstractSet, Any, Callable, Iterable, Iterator, Literal
+from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Set as AbstractSet
+from typing import Any, Literal
 
 from . import _inputs
 from ._reference_core import ReferenceCore, ReferenceRankCore
@@ -64,7 +66,7 @@ def train(inputs: Any, vocab_size: int = 32768, algorithm: str = "boundless",
           scripts: Iterable[str] | None = None, greedy_split: bool = False,
           text_field: str = "text", backend: str | None = None, *,
           threads: int | None = None, pattern: str | None = None,
-          script_pattern: str | None = None, progress: Progress | None = None) -> "Tokenizer":
+          script_pattern: str | None = None, progress: Progress | None = None) -> Tokenizer:
     """Train a tokenizer.
 
     ``inputs``: a path, a list of paths (``.txt``: a document per line; ``.jsonl``: a record
@@ -163,7 +165,7 @@ class Tokenizer:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], backend: str | None = None,
-             greedy_split: bool | None = None) -> "Tokenizer":
+             greedy_split: bool | None = None) -> Tokenizer:
         """Load a "BoundlessBPE v2" model file (ours or the paper implementation's).
 
         ``greedy_split``: cut runs of pretokens into the model's frequent n-grams before
@@ -178,7 +180,7 @@ class Tokenizer:
     @classmethod
     def from_tiktoken(cls, path: str | os.PathLike[str], pattern: str,
                       special_tokens: dict[str, int] | None = None,
-                      backend: str | None = None) -> "Tokenizer":
+                      backend: str | None = None) -> Tokenizer:
         """A plain rank-based BPE model from a ``.tiktoken`` ranks file, encoding exactly as
         tiktoken does with the same ranks, ``pattern`` and ``special_tokens``.  For
         ``cl100k_base``: ``Tokenizer.from_tiktoken(path, CL100K_PATTERN, CL100K_SPECIAL)``.

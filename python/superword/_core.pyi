@@ -1,8 +1,9 @@
 # Stubs for the compiled Rust core (src/py/).  Keep in sync with src/py/mod.rs.
-from typing import Callable, Iterable, final
+from collections.abc import Callable, Iterable
+from typing import final
 
-__all__ = ["MinbpeEncoder", "RankTokenizer", "Tokenizer", "_panic_for_test", "minbpe_train", "char_class_table", "pretokenize", "script_names",
-           "script_table", "train_files", "train_iter", "version"]
+__all__ = ["MinbpeEncoder", "RankTokenizer", "Tokenizer", "_panic_for_test", "minbpe_train", "char_class_table",
+           "pretokenize", "script_names", "script_table", "train_files", "train_iter", "version"]
 
 def version() -> str:
     """Version of the compiled core; equals superword.__version__."""

@@ -17,8 +17,8 @@ import os
 import sys
 import sysconfig
 import zlib
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Iterable, Iterator
 
 PathLike = str | os.PathLike
 

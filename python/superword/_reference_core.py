@@ -2,7 +2,7 @@
 that :class:`superword.Tokenizer` has one code path for both backends."""
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import regex
 
@@ -22,7 +22,7 @@ class ReferenceCore:
         self.training_stats = dict(training_stats or {})
 
     @staticmethod
-    def load(path: str, greedy_split: bool | None = None) -> "ReferenceCore":
+    def load(path: str, greedy_split: bool | None = None) -> ReferenceCore:
         return ReferenceCore(_model.read_model(path), greedy_split)
 
     def save(self, path: str) -> None:
@@ -99,7 +99,7 @@ class ReferenceRankCore:
         self._special = dict(special_tokens)
 
     @staticmethod
-    def load(path: str, pattern: str, special_tokens: list[tuple[str, int]]) -> "ReferenceRankCore":
+    def load(path: str, pattern: str, special_tokens: list[tuple[str, int]]) -> ReferenceRankCore:
         return ReferenceRankCore(_ranks.read_ranks(path), pattern, dict(special_tokens))
 
     vocab_size = property(lambda self: max([*self.vocab, *self._special.values()]) + 1)

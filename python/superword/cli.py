@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 from . import _api, _inputs
 from .reference.tokens import render
@@ -52,7 +52,8 @@ class _Progress:
     """One status line per stage on stderr, rewritten in place."""
 
     def __init__(self, quiet: bool):
-        self.quiet, self.stage, self.last = quiet, None, 0.0
+        self.quiet, self.last = quiet, 0.0
+        self.stage: str | None = None
 
     def __call__(self, stage: str, done: int, total: int) -> None:
         if self.quiet:

@@ -72,7 +72,7 @@ class Tokenizer:
 
         def report(left: int, right: int, idx: int, count: int) -> None:
             vocab[idx] = vocab[left] + vocab[right]
-            print(f"merge {idx - 255}/{num_merges}: ({left}, {right}) -> {idx} ({vocab[idx]}) "
+            print(f"merge {idx - 255}/{num_merges}: ({left}, {right}) -> {idx} ({vocab[idx]!r}) "
                   f"had {count} occurrences")
 
         merges = _api._core_module().minbpe_train(text, num_merges, self._split_pattern(), batch_size,

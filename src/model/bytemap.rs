@@ -36,7 +36,12 @@ pub fn render(token: &[u8]) -> String {
 pub fn parse(text: &str) -> Result<Vec<u8>, char> {
     let to_byte = &tables().1;
     text.chars()
-        .map(|c| to_byte.binary_search_by_key(&c, |&(k, _)| k).map(|i| to_byte[i].1).map_err(|_| c))
+        .map(|c| {
+            to_byte
+                .binary_search_by_key(&c, |&(k, _)| k)
+                .map(|i| to_byte[i].1)
+                .map_err(|_| c)
+        })
         .collect()
 }
 

@@ -81,7 +81,14 @@ fn section(out: &mut String, s: &Settings, is_super: bool, superbpe_mode: bool, 
     out.push_str(&config(s, is_super, superbpe_mode));
     let _ = write!(out, "\nmerges\n{}\n", merges.len());
     for (i, m) in merges.iter().enumerate() {
-        let _ = writeln!(out, "{i} {} {} {} {}", render(&m.left), render(&m.right), m.count, m.flag as u8);
+        let _ = writeln!(
+            out,
+            "{i} {} {} {} {}",
+            render(&m.left),
+            render(&m.right),
+            m.count,
+            m.flag as u8
+        );
     }
     out.push_str("deletions\n0\n");
 }
@@ -89,8 +96,19 @@ fn section(out: &mut String, s: &Settings, is_super: bool, superbpe_mode: bool, 
 /// The model file's text.
 pub fn dumps(model: &Model) -> String {
     let mut out = String::with_capacity(64 * model.vocab.len() + 4096);
-    let _ = write!(out, "BoundlessBPE v2 {}\nvocabulary\n{}\n", model.kind.name(), model.vocab.len());
-    for (i, ((t, c), s)) in model.vocab.iter().zip(&model.counts).zip(&model.is_super).enumerate() {
+    let _ = write!(
+        out,
+        "BoundlessBPE v2 {}\nvocabulary\n{}\n",
+        model.kind.name(),
+        model.vocab.len()
+    );
+    for (i, ((t, c), s)) in model
+        .vocab
+        .iter()
+        .zip(&model.counts)
+        .zip(&model.is_super)
+        .enumerate()
+    {
         let _ = writeln!(out, "{i} {} {c} {}", render(t), *s as u8);
     }
     let _ = writeln!(out, "special_tokens\n{}", model.special_tokens.len());
@@ -103,7 +121,13 @@ pub fn dumps(model: &Model) -> String {
     section(&mut out, &model.settings, false, false, &model.merges);
     if model.kind != Kind::Word {
         out.push_str("superwords\n");
-        section(&mut out, &model.settings, true, model.kind == Kind::SuperBpe, &model.supermerges);
+        section(
+            &mut out,
+            &model.settings,
+            true,
+            model.kind == Kind::SuperBpe,
+            &model.supermerges,
+        );
     }
     if let Some(ngrams) = &model.ngrams {
         let _ = writeln!(out, "ngrams\n{}", ngrams.len());
@@ -123,7 +147,10 @@ pub fn write_atomic(path: &str, text: &str) -> Result<()> {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => std::path::PathBuf::from("."),
     };
-    let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let tmp = folder.join(format!(".superword-{}-{}.tmp", std::process::id(), name));
     let io = |e: std::io::Error| {
         let _ = std::fs::remove_file(&tmp);
@@ -193,21 +220,29 @@ impl<'a> Lines<'a> {
         if !is_uint(line) {
             return Err(self.error(format!("expected the number of {what}, found {}", show(line))));
         }
-        line.parse().map_err(|_| self.error(format!("number of {what} too large")))
+        line.parse()
+            .map_err(|_| self.error(format!("number of {what} too large")))
     }
 
     fn fields(&mut self, n: usize, what: &str) -> Result<Vec<&'a str>> {
         let line = self.next(what)?;
         let parts: Vec<&str> = line.split(' ').collect();
         if parts.len() != n {
-            return Err(self.error(format!("expected {what} ({n} fields separated by spaces), found {}", show(line))));
+            return Err(self.error(format!(
+                "expected {what} ({n} fields separated by spaces), found {}",
+                show(line)
+            )));
         }
         Ok(parts)
     }
 
     fn token(&self, text: &str) -> Result<Vec<u8>> {
         let t = parse(text).map_err(|c| {
-            self.error(format!("token {} has a character outside the byte map: {}", show(text), show(&c.to_string())))
+            self.error(format!(
+                "token {} has a character outside the byte map: {}",
+                show(text),
+                show(&c.to_string())
+            ))
         })?;
         if t.is_empty() {
             return Err(self.error("empty token"));
@@ -218,7 +253,11 @@ impl<'a> Lines<'a> {
 
 /// Parse a model file's text; `name` is used in error messages.
 pub fn loads(text: &str, name: &str) -> Result<Model> {
-    let mut lines = Lines { name, rest: text, number: 0 };
+    let mut lines = Lines {
+        name,
+        rest: text,
+        number: 0,
+    };
     let header = lines.next("the header 'BoundlessBPE v2 <kind>'")?;
     let parts: Vec<&str> = header.split(' ').collect();
     let kind = match parts.as_slice() {
@@ -228,12 +267,18 @@ pub fn loads(text: &str, name: &str) -> Result<Model> {
     .ok_or_else(|| lines.error(format!("not a BoundlessBPE v2 model (header {})", show(header))))?;
     lines.expect("vocabulary")?;
     let n = lines.count("vocabulary entries")?;
-    let (mut vocab, mut counts, mut is_super) = (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
+    let (mut vocab, mut counts, mut is_super) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+    );
     let mut seen = std::collections::HashSet::with_capacity(n);
     for i in 0..n {
         let f = lines.fields(4, "'<id> <token> <count> <is_super>'")?;
         if f[0] != i.to_string() || !is_uint(f[2]) || (f[3] != "0" && f[3] != "1") {
-            return Err(lines.error(format!("bad vocabulary entry (expected id {i}, a count and 0 or 1)")));
+            return Err(lines.error(format!(
+                "bad vocabulary entry (expected id {i}, a count and 0 or 1)"
+            )));
         }
         let raw = lines.token(f[1])?;
         if !seen.insert(raw.clone()) {
@@ -251,7 +296,9 @@ pub fn loads(text: &str, name: &str) -> Result<Model> {
         if !is_uint(id) || text.is_empty() {
             return Err(lines.error(format!("bad special token entry {}", show(line))));
         }
-        let id: u32 = id.parse().map_err(|_| lines.error("special token id too large"))?;
+        let id: u32 = id
+            .parse()
+            .map_err(|_| lines.error("special token id too large"))?;
         // like a Python dict: a repeated special string keeps its last id
         special_tokens.retain(|(t, _): &(String, u32)| t != text);
         special_tokens.push((text.to_string(), id));
@@ -263,7 +310,10 @@ pub fn loads(text: &str, name: &str) -> Result<Model> {
         lines.expect("superwords")?;
         let (_, is_sup, superbpe_mode, m) = read_section(&mut lines)?;
         if !is_sup || superbpe_mode != (kind == Kind::SuperBpe) {
-            return Err(lines.error(format!("superwords config does not match the model kind {}", show(kind.name()))));
+            return Err(lines.error(format!(
+                "superwords config does not match the model kind {}",
+                show(kind.name())
+            )));
         }
         supermerges = m;
     }
@@ -274,12 +324,26 @@ pub fn loads(text: &str, name: &str) -> Result<Model> {
         let mut table = Vec::with_capacity(k);
         for _ in 0..k {
             let line = lines.next("an n-gram")?;
-            table.push(line.split(' ').map(|t| lines.token(t)).collect::<Result<Vec<_>>>()?);
+            table.push(
+                line.split(' ')
+                    .map(|t| lines.token(t))
+                    .collect::<Result<Vec<_>>>()?,
+            );
         }
         ngrams = Some(table);
     }
     special_tokens.sort_by_key(|(_, id)| *id);
-    Ok(Model { kind, settings, vocab, counts, is_super, merges, supermerges, special_tokens, ngrams })
+    Ok(Model {
+        kind,
+        settings,
+        vocab,
+        counts,
+        is_super,
+        merges,
+        supermerges,
+        special_tokens,
+        ngrams,
+    })
 }
 
 fn read_section(lines: &mut Lines) -> Result<(Settings, bool, bool, Vec<Merge>)> {
@@ -287,13 +351,20 @@ fn read_section(lines: &mut Lines) -> Result<(Settings, bool, bool, Vec<Merge>)>
     let parsed = (|| -> std::result::Result<(Settings, bool, bool), String> {
         let v: serde_json::Value = serde_json::from_str(raw).map_err(|e| e.to_string())?;
         let get = |k: &str| v.get(k).ok_or_else(|| format!("missing key '{k}'"));
-        let string = |k: &str| get(k)?.as_str().map(str::to_string).ok_or_else(|| format!("'{k}' is not a string"));
+        let string = |k: &str| {
+            get(k)?
+                .as_str()
+                .map(str::to_string)
+                .ok_or_else(|| format!("'{k}' is not a string"))
+        };
         let opt_string = |k: &str| -> std::result::Result<Option<String>, String> {
             let x = get(k)?;
             if x.is_null() {
                 Ok(None)
             } else {
-                x.as_str().map(|s| Some(s.to_string())).ok_or_else(|| format!("'{k}' is not a string"))
+                x.as_str()
+                    .map(|s| Some(s.to_string()))
+                    .ok_or_else(|| format!("'{k}' is not a string"))
             }
         };
         let boolean = |k: &str| get(k)?.as_bool().ok_or_else(|| format!("'{k}' is not a boolean"));
@@ -301,7 +372,11 @@ fn read_section(lines: &mut Lines) -> Result<(Settings, bool, bool, Vec<Merge>)>
             serde_json::Value::Null => None,
             serde_json::Value::Array(a) => Some(
                 a.iter()
-                    .map(|x| x.as_str().map(str::to_string).ok_or("script names must be strings".to_string()))
+                    .map(|x| {
+                        x.as_str()
+                            .map(str::to_string)
+                            .ok_or("script names must be strings".to_string())
+                    })
                     .collect::<std::result::Result<Vec<_>, _>>()?,
             ),
             _ => return Err("'script_specific_scripts' is not a list".into()),
@@ -316,14 +391,17 @@ fn read_section(lines: &mut Lines) -> Result<(Settings, bool, bool, Vec<Merge>)>
         };
         Ok((settings, boolean("is_super")?, boolean("superbpe_mode")?))
     })();
-    let (settings, is_super, superbpe_mode) = parsed.map_err(|e| lines.error(format!("bad config JSON ({e})")))?;
+    let (settings, is_super, superbpe_mode) =
+        parsed.map_err(|e| lines.error(format!("bad config JSON ({e})")))?;
     lines.expect("merges")?;
     let n = lines.count("merges")?;
     let mut merges = Vec::with_capacity(n);
     for i in 0..n {
         let f = lines.fields(5, "'<index> <left> <right> <count> <flag>'")?;
         if f[0] != i.to_string() || !is_uint(f[3]) || (f[4] != "0" && f[4] != "1") {
-            return Err(lines.error(format!("bad merge entry (expected index {i}, a count and 0 or 1)")));
+            return Err(lines.error(format!(
+                "bad merge entry (expected index {i}, a count and 0 or 1)"
+            )));
         }
         merges.push(Merge {
             left: lines.token(f[1])?,
@@ -348,7 +426,8 @@ pub fn read(path: &str) -> Result<Model> {
             Error::Io(format!("cannot read {path}: {e}"))
         }
     })?;
-    let text = std::str::from_utf8(&bytes).map_err(|_| Error::Value(format!("{path}: not a model file (invalid UTF-8)")))?;
+    let text = std::str::from_utf8(&bytes)
+        .map_err(|_| Error::Value(format!("{path}: not a model file (invalid UTF-8)")))?;
     loads(text, path)
 }
 

@@ -105,7 +105,11 @@ mod tests {
     #[test]
     fn the_ascii_shortcut_agrees_with_the_table() {
         for cp in 0..0x80u32 {
-            assert_eq!(bits(char::from_u32(cp).unwrap()), classes().bmp[cp as usize], "U+{cp:04X}");
+            assert_eq!(
+                bits(char::from_u32(cp).unwrap()),
+                classes().bmp[cp as usize],
+                "U+{cp:04X}"
+            );
         }
     }
 

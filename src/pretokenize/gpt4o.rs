@@ -61,7 +61,9 @@ fn contraction(s: &str, i: usize) -> usize {
     if bytes.get(i) != Some(&b'\'') {
         return i;
     }
-    let Some((c1, n1)) = next_char(s, i + 1) else { return i };
+    let Some((c1, n1)) = next_char(s, i + 1) else {
+        return i;
+    };
     match c1 {
         's' | 'S' | 'ſ' | 't' | 'T' | 'm' | 'M' | 'd' | 'D' => n1,
         'r' | 'R' | 'v' | 'V' => match bytes.get(n1) {
@@ -129,7 +131,11 @@ fn punctuation(s: &str, i: usize) -> Option<usize> {
         Some((b, _, n)) if b & (WS | L | N) == 0 => Some(n),
         _ => None,
     };
-    let start = if s.as_bytes().get(i) == Some(&b' ') && other(i + 1).is_some() { i + 1 } else { i };
+    let start = if s.as_bytes().get(i) == Some(&b' ') && other(i + 1).is_some() {
+        i + 1
+    } else {
+        i
+    };
     let mut j = other(start)?;
     while let Some(n) = other(j) {
         j = n;
@@ -223,8 +229,10 @@ mod tests {
     fn gpt4o_examples() {
         let g = Builtin::Gpt4o;
         assert_eq!(pieces(g, "Hello world!"), ["Hello", " world", "!"]);
-        assert_eq!(pieces(g, "I'm 12345 ok\r\n\r\n  go"),
-                   ["I'm", " ", "123", "45", " ok", "\r\n\r\n", " ", " go"]);
+        assert_eq!(
+            pieces(g, "I'm 12345 ok\r\n\r\n  go"),
+            ["I'm", " ", "123", "45", " ok", "\r\n\r\n", " ", " go"]
+        );
         assert_eq!(pieces(g, "HTTPServer isn't"), ["HTTPServer", " isn't"]);
         assert_eq!(pieces(g, "camelCase  "), ["camel", "Case", "  "]);
         assert_eq!(pieces(g, "x  \n y"), ["x", "  \n", " y"]);

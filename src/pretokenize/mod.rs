@@ -85,18 +85,23 @@ pub struct Pretokenizer {
 }
 
 impl Pretokenizer {
-    pub fn new(main_pattern: &str, script_pattern: Option<&str>, scripts: Option<&[String]>) -> Result<Pretokenizer> {
+    pub fn new(
+        main_pattern: &str,
+        script_pattern: Option<&str>,
+        scripts: Option<&[String]>,
+    ) -> Result<Pretokenizer> {
         let main = Matcher::new(main_pattern, "pattern")?;
         let table = ScriptTable::get();
         let (script, scripts, specific) = match (script_pattern, scripts) {
             (None, None) => (None, None, Vec::new()),
-            (None, Some(_)) => {
-                return Err(Error::Value(
-                    "scripts were given but no script-specific pattern: script-aware pre-tokenization needs both".into(),
-                ))
-            }
+            (None, Some(_)) => return Err(Error::Value(
+                "scripts were given but no script-specific pattern: script-aware pre-tokenization needs both"
+                    .into(),
+            )),
             (Some(_), None) => {
-                return Err(Error::Value("a script-specific pattern needs the list of scripts it applies to".into()))
+                return Err(Error::Value(
+                    "a script-specific pattern needs the list of scripts it applies to".into(),
+                ))
             }
             (Some(p), Some(names)) => {
                 let mut sorted: Vec<String> = names.to_vec();
@@ -149,7 +154,11 @@ impl Pretokenizer {
                 current.get_or_insert(COMMON);
             } else {
                 if let Some(cur) = current.filter(|&s| s != COMMON && s != INHERITED) {
-                    let m = if self.specific[cur as usize] { script } else { &self.main };
+                    let m = if self.specific[cur as usize] {
+                        script
+                    } else {
+                        &self.main
+                    };
                     m.for_each(&text[start..last_real_end], &mut emit)?;
                     start = last_real_end;
                 }
@@ -187,11 +196,23 @@ mod tests {
     #[test]
     fn spec_examples() {
         let p = aware();
-        assert_eq!(p.pieces("Hello мир 你好 world!").unwrap(), ["Hello", " мир", " 你", "好", " world", "!"]);
-        assert_eq!(p.pieces("Helloмир你好world!").unwrap(), ["Hello", "мир", "你", "好", "world", "!"]);
-        assert_eq!(p.pieces("漢字カタカナ ABC").unwrap(), ["漢", "字", "カ", "タ", "カ", "ナ", " ABC"]);
+        assert_eq!(
+            p.pieces("Hello мир 你好 world!").unwrap(),
+            ["Hello", " мир", " 你", "好", " world", "!"]
+        );
+        assert_eq!(
+            p.pieces("Helloмир你好world!").unwrap(),
+            ["Hello", "мир", "你", "好", "world", "!"]
+        );
+        assert_eq!(
+            p.pieces("漢字カタカナ ABC").unwrap(),
+            ["漢", "字", "カ", "タ", "カ", "ナ", " ABC"]
+        );
         let simple = Pretokenizer::new(GPT4O, None, None).unwrap();
-        assert_eq!(simple.pieces("Hello мир 你好 world!").unwrap(), ["Hello", " мир", " 你好", " world", "!"]);
+        assert_eq!(
+            simple.pieces("Hello мир 你好 world!").unwrap(),
+            ["Hello", " мир", " 你好", " world", "!"]
+        );
     }
 
     #[test]

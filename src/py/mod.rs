@@ -41,7 +41,9 @@ fn guard<T>(f: impl FnOnce() -> Result<T, Error>) -> PyResult<T> {
                 .cloned()
                 .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
                 .unwrap_or_else(|| "unknown panic".into());
-            Err(PyRuntimeError::new_err(format!("internal error in superword's Rust core (please report it): {msg}")))
+            Err(PyRuntimeError::new_err(format!(
+                "internal error in superword's Rust core (please report it): {msg}"
+            )))
         }
     }
 }
@@ -60,7 +62,11 @@ struct PyControl {
 
 impl PyControl {
     fn new(callback: Option<Py<PyAny>>) -> PyControl {
-        PyControl { callback, last: Mutex::new(None), error: Mutex::new(None) }
+        PyControl {
+            callback,
+            last: Mutex::new(None),
+            error: Mutex::new(None),
+        }
     }
 
     fn finish<T>(&self, r: PyResult<T>) -> PyResult<T> {
@@ -103,7 +109,11 @@ impl Control for PyControl {
 fn pool(threads: Option<usize>) -> PyResult<std::sync::Arc<rayon::ThreadPool>> {
     static POOLS: Mutex<Vec<(usize, std::sync::Arc<rayon::ThreadPool>)>> = Mutex::new(Vec::new());
     let n = match threads {
-        Some(0) => return Err(PyValueError::new_err("threads must be at least 1 (or None for all cores)")),
+        Some(0) => {
+            return Err(PyValueError::new_err(
+                "threads must be at least 1 (or None for all cores)",
+            ))
+        }
         Some(n) => n,
         None => std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
@@ -148,7 +158,15 @@ fn config(
         tau: 1.1,
         blowup: false,
     };
-    Ok((Config { vocab_size, algorithm, settings, greedy_split }, pre))
+    Ok((
+        Config {
+            vocab_size,
+            algorithm,
+            settings,
+            greedy_split,
+        },
+        pre,
+    ))
 }
 
 const BATCH_BYTES: usize = 32 << 20;
@@ -171,14 +189,23 @@ fn train_files(
     threads: Option<usize>,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<PyTokenizer> {
-    let (cfg, pre) = config(vocab_size, algorithm, supermerges, pattern, script_pattern, scripts, greedy_split)?;
+    let (cfg, pre) = config(
+        vocab_size,
+        algorithm,
+        supermerges,
+        pattern,
+        script_pattern,
+        scripts,
+        greedy_split,
+    )?;
     let pool = pool(threads)?;
     let control = PyControl::new(progress);
     let result = py.detach(|| {
         guard(|| {
             pool.install(|| {
                 let clock = Instant::now();
-                let mut counter = Counter::new(&pre, cfg.algorithm != Algorithm::Bpe, pool.current_num_threads());
+                let mut counter =
+                    Counter::new(&pre, cfg.algorithm != Algorithm::Bpe, pool.current_num_threads());
                 crate::input::for_each_batch(&paths, &text_field, BATCH_BYTES, |docs| {
                     counter.add_batch(docs)?;
                     control.progress("count", counter.documents(), 0)
@@ -212,7 +239,15 @@ fn train_iter(
     threads: Option<usize>,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<PyTokenizer> {
-    let (cfg, pre) = config(vocab_size, algorithm, supermerges, pattern, script_pattern, scripts, greedy_split)?;
+    let (cfg, pre) = config(
+        vocab_size,
+        algorithm,
+        supermerges,
+        pattern,
+        script_pattern,
+        scripts,
+        greedy_split,
+    )?;
     let pool = pool(threads)?;
     let control = PyControl::new(progress);
     let clock = Instant::now();
@@ -268,15 +303,27 @@ pub struct PyTokenizer {
 }
 
 impl PyTokenizer {
-    fn from_model(py: Python<'_>, model: Model, greedy_split: Option<bool>, stats: Vec<(&'static str, f64)>) -> PyResult<Self> {
+    fn from_model(
+        py: Python<'_>,
+        model: Model,
+        greedy_split: Option<bool>,
+        stats: Vec<(&'static str, f64)>,
+    ) -> PyResult<Self> {
         let greedy = greedy_split.unwrap_or(model.ngrams.is_some());
         let encoder = py.detach(|| guard(|| Encoder::new(&model, greedy)))?;
-        Ok(PyTokenizer { model, encoder, stats })
+        Ok(PyTokenizer {
+            model,
+            encoder,
+            stats,
+        })
     }
 
     fn check_id(&self, id: i64) -> PyResult<usize> {
         if id < 0 || id as usize >= self.model.vocab.len() {
-            return Err(PyValueError::new_err(format!("token id {id} is out of range 0..{}", self.model.vocab.len() as i64 - 1)));
+            return Err(PyValueError::new_err(format!(
+                "token id {id} is out of range 0..{}",
+                self.model.vocab.len() as i64 - 1
+            )));
         }
         Ok(id as usize)
     }
@@ -351,7 +398,12 @@ impl PyTokenizer {
 
     /// (id, bytes, is_superword) for every regular and superword token.
     fn vocab_items<'py>(&self, py: Python<'py>) -> Vec<(usize, Bound<'py, PyBytes>, bool)> {
-        self.model.vocab.iter().enumerate().map(|(i, t)| (i, PyBytes::new(py, t), self.model.is_super[i])).collect()
+        self.model
+            .vocab
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (i, PyBytes::new(py, t), self.model.is_super[i]))
+            .collect()
     }
 
     /// Add special tokens with the next free ids (the caller validated them).
@@ -373,7 +425,13 @@ impl PyTokenizer {
 
     /// Encode many texts in parallel (GIL released); `threads=None` uses all cores.
     #[pyo3(signature = (texts, allowed, threads=None))]
-    fn encode_batch(&self, py: Python<'_>, texts: Vec<String>, allowed: Vec<String>, threads: Option<usize>) -> PyResult<Vec<Vec<u32>>> {
+    fn encode_batch(
+        &self,
+        py: Python<'_>,
+        texts: Vec<String>,
+        allowed: Vec<String>,
+        threads: Option<usize>,
+    ) -> PyResult<Vec<Vec<u32>>> {
         batch(py, &self.encoder, texts, allowed, threads)
     }
 
@@ -397,7 +455,8 @@ impl PyTokenizer {
 
     /// Write the vocabulary as a `.tiktoken` ranks file (plain BPE models in simple mode only).
     fn save_tiktoken(&self, py: Python<'_>, path: String) -> PyResult<()> {
-        if self.model.kind != crate::model::Kind::Word || self.model.settings.script_specific_regex.is_some() {
+        if self.model.kind != crate::model::Kind::Word || self.model.settings.script_specific_regex.is_some()
+        {
             return Err(PyValueError::new_err(
                 "only plain BPE models with simple pre-tokenization (algorithm='bpe', script_aware=False) \
                  can be written as tiktoken ranks: tiktoken has no supermerges and no script runs",
@@ -414,7 +473,10 @@ impl PyTokenizer {
 
     fn encode_to_tokens<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Vec<Bound<'py, PyBytes>>> {
         let ids = py.detach(|| guard(|| self.encoder.encode_ordinary(text)))?;
-        Ok(ids.iter().map(|&i| PyBytes::new(py, &self.model.vocab[i as usize])).collect())
+        Ok(ids
+            .iter()
+            .map(|&i| PyBytes::new(py, &self.model.vocab[i as usize]))
+            .collect())
     }
 
     fn decode_bytes<'py>(&self, py: Python<'py>, ids: Vec<i64>) -> PyResult<Bound<'py, PyBytes>> {
@@ -423,7 +485,11 @@ impl PyTokenizer {
     }
 
     fn __repr__(&self) -> String {
-        format!("<superword._core.Tokenizer {}: {} ids>", self.model.kind.name(), self.model.vocab_size())
+        format!(
+            "<superword._core.Tokenizer {}: {} ids>",
+            self.model.kind.name(),
+            self.model.vocab_size()
+        )
     }
 }
 
@@ -440,16 +506,28 @@ pub struct PyRankTokenizer {
 impl PyRankTokenizer {
     /// Read a `.tiktoken` file; `special_tokens` maps each special string to its id.
     #[staticmethod]
-    fn load(py: Python<'_>, path: String, pattern: String, special_tokens: Vec<(String, u32)>) -> PyResult<Self> {
+    fn load(
+        py: Python<'_>,
+        path: String,
+        pattern: String,
+        special_tokens: Vec<(String, u32)>,
+    ) -> PyResult<Self> {
         let encoder = py.detach(|| {
             guard(|| {
                 let text = std::fs::read_to_string(&path).map_err(|e| match e.kind() {
                     std::io::ErrorKind::NotFound => Error::NotFound(format!("ranks file not found: {path}")),
-                    std::io::ErrorKind::InvalidData => Error::Value(format!("{path}: not a ranks file (invalid UTF-8)")),
+                    std::io::ErrorKind::InvalidData => {
+                        Error::Value(format!("{path}: not a ranks file (invalid UTF-8)"))
+                    }
                     _ => Error::Io(format!("cannot read {path}: {e}")),
                 })?;
                 let (ranks, vocab) = crate::ranks::parse(&text, &path)?;
-                RankEncoder::new(RankModel { vocab, ranks, pattern, special: special_tokens })
+                RankEncoder::new(RankModel {
+                    vocab,
+                    ranks,
+                    pattern,
+                    special: special_tokens,
+                })
             })
         })?;
         Ok(PyRankTokenizer { encoder })
@@ -468,7 +546,13 @@ impl PyRankTokenizer {
     #[getter]
     fn vocab_size(&self) -> usize {
         let m = &self.encoder.model;
-        let top = m.vocab.keys().chain(m.special.iter().map(|(_, id)| id)).max().copied().unwrap_or(0);
+        let top = m
+            .vocab
+            .keys()
+            .chain(m.special.iter().map(|(_, id)| id))
+            .max()
+            .copied()
+            .unwrap_or(0);
         top as usize + 1
     }
 
@@ -507,7 +591,10 @@ impl PyRankTokenizer {
     fn vocab_items<'py>(&self, py: Python<'py>) -> Vec<(u32, Bound<'py, PyBytes>, bool)> {
         let mut items: Vec<(&u32, &Vec<u8>)> = self.encoder.model.vocab.iter().collect();
         items.sort_unstable();
-        items.into_iter().map(|(&i, t)| (i, PyBytes::new(py, t), false)).collect()
+        items
+            .into_iter()
+            .map(|(&i, t)| (i, PyBytes::new(py, t), false))
+            .collect()
     }
 
     fn register_special_tokens(&mut self, tokens: Vec<String>) {
@@ -526,7 +613,13 @@ impl PyRankTokenizer {
     }
 
     #[pyo3(signature = (texts, allowed, threads=None))]
-    fn encode_batch(&self, py: Python<'_>, texts: Vec<String>, allowed: Vec<String>, threads: Option<usize>) -> PyResult<Vec<Vec<u32>>> {
+    fn encode_batch(
+        &self,
+        py: Python<'_>,
+        texts: Vec<String>,
+        allowed: Vec<String>,
+        threads: Option<usize>,
+    ) -> PyResult<Vec<Vec<u32>>> {
         batch(py, &self.encoder, texts, allowed, threads)
     }
 
@@ -545,7 +638,10 @@ impl PyRankTokenizer {
 
     fn encode_to_tokens<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Vec<Bound<'py, PyBytes>>> {
         let ids = py.detach(|| guard(|| self.encoder.encode_ordinary(text)))?;
-        Ok(ids.iter().map(|&i| PyBytes::new(py, self.encoder.token_bytes(i).unwrap_or_default())).collect())
+        Ok(ids
+            .iter()
+            .map(|&i| PyBytes::new(py, self.encoder.token_bytes(i).unwrap_or_default()))
+            .collect())
     }
 
     fn decode_bytes<'py>(&self, py: Python<'py>, ids: Vec<i64>) -> PyResult<Bound<'py, PyBytes>> {
@@ -555,7 +651,9 @@ impl PyRankTokenizer {
 
     fn save(&self, path: String) -> PyResult<()> {
         let _ = path;
-        Err(PyValueError::new_err("a tiktoken ranks model has no BoundlessBPE v2 form; use save_tiktoken"))
+        Err(PyValueError::new_err(
+            "a tiktoken ranks model has no BoundlessBPE v2 form; use save_tiktoken",
+        ))
     }
 
     fn save_tiktoken(&self, py: Python<'_>, path: String) -> PyResult<()> {
@@ -574,7 +672,9 @@ impl PyRankTokenizer {
     }
 
     fn dumps(&self) -> PyResult<String> {
-        Err(PyValueError::new_err("a tiktoken ranks model has no BoundlessBPE v2 form"))
+        Err(PyValueError::new_err(
+            "a tiktoken ranks model has no BoundlessBPE v2 form",
+        ))
     }
 }
 
@@ -584,7 +684,10 @@ impl PyRankTokenizer {
         let mut out = Vec::new();
         for (position, &id) in ids.iter().enumerate() {
             let found = u32::try_from(id).ok().and_then(|i| {
-                m.vocab.get(&i).map(|v| v.as_slice()).or_else(|| m.special.iter().find(|(_, s)| *s == i).map(|(t, _)| t.as_bytes()))
+                m.vocab
+                    .get(&i)
+                    .map(|v| v.as_slice())
+                    .or_else(|| m.special.iter().find(|(_, s)| *s == i).map(|(t, _)| t.as_bytes()))
             });
             match found {
                 Some(b) => out.extend_from_slice(b),
@@ -600,7 +703,13 @@ impl PyRankTokenizer {
 }
 
 /// `encode_batch` on `threads` workers with the GIL released.
-fn batch(py: Python<'_>, encoder: &dyn Encode, texts: Vec<String>, allowed: Vec<String>, threads: Option<usize>) -> PyResult<Vec<Vec<u32>>> {
+fn batch(
+    py: Python<'_>,
+    encoder: &dyn Encode,
+    texts: Vec<String>,
+    allowed: Vec<String>,
+    threads: Option<usize>,
+) -> PyResult<Vec<Vec<u32>>> {
     let pool = pool(threads)?;
     py.detach(|| {
         guard(|| {
@@ -646,28 +755,40 @@ fn minbpe_train(
     batch_size: usize,
     on_merge: Option<Py<PyAny>>,
 ) -> PyResult<Vec<(u32, u32, u32, u64, u32)>> {
-    let matcher = pattern.as_deref().map(|p| crate::pretokenize::Matcher::new(p, "pattern")).transpose().map_err(to_py)?;
+    let matcher = pattern
+        .as_deref()
+        .map(|p| crate::pretokenize::Matcher::new(p, "pattern"))
+        .transpose()
+        .map_err(to_py)?;
     let control = PyControl::new(None);
     let result = py.detach(|| {
         guard(|| {
             let chunks = distinct_chunks(text, matcher.as_ref())?;
             crate::minbpe::train(&chunks, num_merges, batch_size, &control, |m| match &on_merge {
                 Some(cb) => Python::attach(|py| {
-                    cb.call1(py, (m.pair.0, m.pair.1, m.id, m.count)).map(|_| ()).map_err(|e| {
-                        *control.error.lock().unwrap() = Some(e);
-                        Error::Interrupted
-                    })
+                    cb.call1(py, (m.pair.0, m.pair.1, m.id, m.count))
+                        .map(|_| ())
+                        .map_err(|e| {
+                            *control.error.lock().unwrap() = Some(e);
+                            Error::Interrupted
+                        })
                 }),
                 None => Ok(()),
             })
         })
     });
     let merges = control.finish(result)?;
-    Ok(merges.into_iter().map(|m| (m.pair.0, m.pair.1, m.id, m.count, m.round)).collect())
+    Ok(merges
+        .into_iter()
+        .map(|m| (m.pair.0, m.pair.1, m.id, m.count, m.round))
+        .collect())
 }
 
 /// The distinct chunks of `text` in order of first appearance, with their counts.
-fn distinct_chunks<'t>(text: &'t str, matcher: Option<&crate::pretokenize::Matcher>) -> Result<Vec<(&'t [u8], u64)>, Error> {
+fn distinct_chunks<'t>(
+    text: &'t str,
+    matcher: Option<&crate::pretokenize::Matcher>,
+) -> Result<Vec<(&'t [u8], u64)>, Error> {
     let mut index: FxHashMap<&'t str, usize> = FxHashMap::default();
     let mut chunks: Vec<(&'t [u8], u64)> = Vec::new();
     let mut add = |piece: &'t str| match index.get(piece) {
@@ -696,7 +817,11 @@ impl PyMinbpeEncoder {
     #[new]
     #[pyo3(signature = (merges, pattern=None))]
     fn new(merges: Vec<((u32, u32), u32)>, pattern: Option<String>) -> PyResult<Self> {
-        let matcher = pattern.as_deref().map(|p| crate::pretokenize::Matcher::new(p, "pattern")).transpose().map_err(to_py)?;
+        let matcher = pattern
+            .as_deref()
+            .map(|p| crate::pretokenize::Matcher::new(p, "pattern"))
+            .transpose()
+            .map_err(to_py)?;
         let ranks = merges.into_iter().map(|(pair, id)| (pair, (id, id))).collect();
         Ok(PyMinbpeEncoder { ranks, matcher })
     }
@@ -733,7 +858,12 @@ fn pretokenize(
     scripts: Option<Vec<String>>,
 ) -> PyResult<Vec<String>> {
     let pre = Pretokenizer::new(pattern, script_pattern.as_deref(), scripts.as_deref()).map_err(to_py)?;
-    py.detach(|| guard(|| pre.pieces(text).map(|v| v.into_iter().map(str::to_string).collect())))
+    py.detach(|| {
+        guard(|| {
+            pre.pieces(text)
+                .map(|v| v.into_iter().map(str::to_string).collect())
+        })
+    })
 }
 
 /// The class bits (classes.txt) of every code point, as 0x110000 bytes.
@@ -749,7 +879,9 @@ fn char_class_table<'py>(py: Python<'py>) -> Bound<'py, PyBytes> {
 #[pyfunction]
 fn script_table<'py>(py: Python<'py>) -> Bound<'py, PyBytes> {
     let t = crate::scripts::ScriptTable::get();
-    let table: Vec<u8> = (0..0x110000u32).map(|cp| char::from_u32(cp).map_or(0, |c| t.script(c))).collect();
+    let table: Vec<u8> = (0..0x110000u32)
+        .map(|cp| char::from_u32(cp).map_or(0, |c| t.script(c)))
+        .collect();
     PyBytes::new(py, &table)
 }
 

@@ -53,7 +53,10 @@ fn train(
     let threshold = word_merges.last().map(|m| m.count).filter(|_| allow_cut);
     let (pieces, alone) = match threshold {
         Some(t) => cut(&candidates, t, word_tokens.len()),
-        None => (candidates.into_iter().map(|(s, w)| (s, w, true)).collect(), Vec::new()),
+        None => (
+            candidates.into_iter().map(|(s, w)| (s, w, true)).collect(),
+            Vec::new(),
+        ),
     };
     train_pieces(word_tokens, word_merges, target, pieces, alone, control)
 }
@@ -94,7 +97,11 @@ pub fn train_pieces(
             }
             _ if used < word_merges.len() => {
                 let (l, r) = word_merges[used].pair;
-                add([word_tokens.bytes(l), word_tokens.bytes(r)].concat(), false, &mut vocab);
+                add(
+                    [word_tokens.bytes(l), word_tokens.bytes(r)].concat(),
+                    false,
+                    &mut vocab,
+                );
                 used += 1;
             }
             _ => break, // unreachable with target = the word model's size (see above)
@@ -108,7 +115,13 @@ pub fn train_pieces(
     for (t, w) in alone.into_iter().enumerate() {
         counts[t] += w;
     }
-    Ok(Boundless { used, supermerges, phase2_tokens: tokens, vocab, counts })
+    Ok(Boundless {
+        used,
+        supermerges,
+        phase2_tokens: tokens,
+        vocab,
+        counts,
+    })
 }
 
 #[cfg(test)]
@@ -134,13 +147,19 @@ mod tests {
                 let (l, r) = (letters[rng.below(12) as usize], letters[rng.below(12) as usize]);
                 let bytes = [tokens.bytes(l), tokens.bytes(r)].concat();
                 tokens.add(&bytes);
-                merges.push(TrainMerge { pair: (l, r), count, flag: false });
+                merges.push(TrainMerge {
+                    pair: (l, r),
+                    count,
+                    flag: false,
+                });
                 count -= rng.below(count / 3 + 1).min(count - 1);
             }
             let mut candidates: FxHashMap<Box<[TokenId]>, u64> = FxHashMap::default();
             for _ in 0..rng.below(40) + 1 {
                 let len = 2 + rng.below(7) as usize;
-                let seq: Box<[TokenId]> = (0..len).map(|_| letters[rng.below(5 + round % 7) as usize]).collect();
+                let seq: Box<[TokenId]> = (0..len)
+                    .map(|_| letters[rng.below(5 + round % 7) as usize])
+                    .collect();
                 *candidates.entry(seq).or_insert(0) += 1 + rng.below(9);
             }
             let candidates: Vec<(Box<[TokenId]>, u64)> = candidates.into_iter().collect();

@@ -17,7 +17,11 @@ pub fn train_words(words: &[(&str, u64)], vocab_size: usize, control: &dyn Contr
     let mut tokens = Tokens::base();
     let seqs: Vec<Vec<u32>> = words
         .iter()
-        .map(|(w, _)| w.bytes().map(|b| byte_id(b).expect("UTF-8 text has no 0xC0, 0xC1, 0xF5..0xFF bytes")).collect())
+        .map(|(w, _)| {
+            w.bytes()
+                .map(|b| byte_id(b).expect("UTF-8 text has no 0xC0, 0xC1, 0xF5..0xFF bytes"))
+                .collect()
+        })
         .collect();
     let mut state = MergeState::new(seqs.iter().zip(words).map(|(s, w)| (s.as_slice(), w.1)), &tokens);
     drop(seqs);
@@ -25,7 +29,9 @@ pub fn train_words(words: &[(&str, u64)], vocab_size: usize, control: &dyn Contr
     let mut merges = Vec::new();
     let total = vocab_size.saturating_sub(tokens.len()) as u64;
     while tokens.len() < vocab_size {
-        let Some((pair, count)) = state.best(&tokens) else { break };
+        let Some((pair, count)) = state.best(&tokens) else {
+            break;
+        };
         let merged: Vec<u8> = [tokens.bytes(pair.0), tokens.bytes(pair.1)].concat();
         let (id, _) = tokens.add(&merged); // existing bytes keep their id (SPEC 2.6)
         let flag = state.merge(pair, id, &tokens);
@@ -36,5 +42,9 @@ pub fn train_words(words: &[(&str, u64)], vocab_size: usize, control: &dyn Contr
     }
     control.progress("merges", (tokens.len() - 243) as u64, total)?;
     let counts = state.token_counts(tokens.len());
-    Ok(WordModel { merges, tokens, counts })
+    Ok(WordModel {
+        merges,
+        tokens,
+        counts,
+    })
 }

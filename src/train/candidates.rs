@@ -75,7 +75,10 @@ pub fn cut(
     let counts = distinct_pair_counts(candidates);
     let shards = counts.len();
     let weak = |a: TokenId, b: TokenId| {
-        a != b && counts[(a as usize ^ b as usize) % shards].get(&(a, b)).is_none_or(|&c| c <= threshold)
+        a != b
+            && counts[(a as usize ^ b as usize) % shards]
+                .get(&(a, b))
+                .is_none_or(|&c| c <= threshold)
     };
     let cut_part = |part: &[(Box<[TokenId]>, u64)]| {
         let mut pieces: FxHashMap<(Box<[TokenId]>, bool), u64> = FxHashMap::default();
@@ -86,30 +89,35 @@ pub fn cut(
         (pieces, alone)
     };
     let per = candidates.len().div_ceil(shards).max(1);
-    let (pieces, alone) = candidates
-        .par_chunks(per)
-        .map(cut_part)
-        .reduce(
-            || (FxHashMap::default(), vec![0u64; n_tokens]),
-            |(mut a, mut a_alone), (b, b_alone)| {
-                if a.len() < b.len() {
-                    return merge_into(b, b_alone, a, a_alone);
-                }
-                for (k, w) in b {
-                    *a.entry(k).or_insert(0) += w;
-                }
-                for (x, y) in a_alone.iter_mut().zip(b_alone) {
-                    *x += y;
-                }
-                (a, a_alone)
-            },
-        );
-    (pieces.into_iter().map(|((s, whole), w)| (s, w, whole)).collect(), alone)
+    let (pieces, alone) = candidates.par_chunks(per).map(cut_part).reduce(
+        || (FxHashMap::default(), vec![0u64; n_tokens]),
+        |(mut a, mut a_alone), (b, b_alone)| {
+            if a.len() < b.len() {
+                return merge_into(b, b_alone, a, a_alone);
+            }
+            for (k, w) in b {
+                *a.entry(k).or_insert(0) += w;
+            }
+            for (x, y) in a_alone.iter_mut().zip(b_alone) {
+                *x += y;
+            }
+            (a, a_alone)
+        },
+    );
+    (
+        pieces.into_iter().map(|((s, whole), w)| (s, w, whole)).collect(),
+        alone,
+    )
 }
 
 type Pieces = FxHashMap<(Box<[TokenId]>, bool), u64>;
 
-fn merge_into(mut big: Pieces, mut big_alone: Vec<u64>, small: Pieces, small_alone: Vec<u64>) -> (Pieces, Vec<u64>) {
+fn merge_into(
+    mut big: Pieces,
+    mut big_alone: Vec<u64>,
+    small: Pieces,
+    small_alone: Vec<u64>,
+) -> (Pieces, Vec<u64>) {
     for (k, w) in small {
         *big.entry(k).or_insert(0) += w;
     }
@@ -135,7 +143,9 @@ fn cut_one(
             if piece.len() == 1 {
                 alone[piece[0] as usize] += w;
             } else {
-                *pieces.entry((piece.into(), piece.len() == seq.len())).or_insert(0) += w;
+                *pieces
+                    .entry((piece.into(), piece.len() == seq.len()))
+                    .or_insert(0) += w;
             }
             start = i;
         }
@@ -178,7 +188,10 @@ pub fn cut_runs(
         })
         .collect();
     let weak = |a: TokenId, b: TokenId| {
-        a != b && counts[(a as usize ^ b as usize) % shards].get(&(a, b)).is_none_or(|&c| c <= threshold)
+        a != b
+            && counts[(a as usize ^ b as usize) % shards]
+                .get(&(a, b))
+                .is_none_or(|&c| c <= threshold)
     };
     // 2. cut every run, per counting table in parallel, and add the pieces up
     type Pieces = FxHashMap<(Box<[TokenId]>, bool), u64>;
@@ -220,7 +233,10 @@ pub fn cut_runs(
             *x += y;
         }
     }
-    (all.into_iter().map(|((s, whole), w)| (s, w, whole)).collect(), alone)
+    (
+        all.into_iter().map(|((s, whole), w)| (s, w, whole)).collect(),
+        alone,
+    )
 }
 
 #[cfg(test)]
@@ -234,8 +250,15 @@ mod tests {
         for round in 0..100 {
             // two counting tables with their own pretoken ids, and random eligibility
             let words = 12usize;
-            let token_of: Vec<Option<TokenId>> =
-                (0..words).map(|w| if next(5) == 0 { None } else { Some(300 + (w % 7) as TokenId) }).collect();
+            let token_of: Vec<Option<TokenId>> = (0..words)
+                .map(|w| {
+                    if next(5) == 0 {
+                        None
+                    } else {
+                        Some(300 + (w % 7) as TokenId)
+                    }
+                })
+                .collect();
             let runs: Vec<(Vec<u32>, FxHashMap<Box<[u32]>, u64>)> = (0..2)
                 .map(|_| {
                     let remap: Vec<u32> = (0..words as u32).map(|_| next(words as u64) as u32).collect();
@@ -248,7 +271,8 @@ mod tests {
                 })
                 .collect();
             let threshold = next(6) + round % 3;
-            let candidates: Vec<(Box<[TokenId]>, u64)> = supermerge_candidates(&runs, &token_of).into_iter().collect();
+            let candidates: Vec<(Box<[TokenId]>, u64)> =
+                supermerge_candidates(&runs, &token_of).into_iter().collect();
             let sorted = |(mut p, a): (Vec<(Box<[TokenId]>, u64, bool)>, Vec<u64>)| {
                 p.sort();
                 (p, a)

@@ -197,12 +197,22 @@ impl PairHeap {
 
     #[inline]
     fn entry(tokens: &Tokens, count: u64, pair: Pair) -> Entry {
-        Entry { count, left_key: prefix_key(tokens.bytes(pair.0)), right_key: prefix_key(tokens.bytes(pair.1)), pair }
+        Entry {
+            count,
+            left_key: prefix_key(tokens.bytes(pair.0)),
+            right_key: prefix_key(tokens.bytes(pair.1)),
+            pair,
+        }
     }
 
     /// Build a heap from unordered items in linear time.
     pub fn from_vec(tokens: &Tokens, items: Vec<(u64, Pair)>) -> PairHeap {
-        let mut heap = PairHeap { items: items.into_iter().map(|(c, p)| Self::entry(tokens, c, p)).collect() };
+        let mut heap = PairHeap {
+            items: items
+                .into_iter()
+                .map(|(c, p)| Self::entry(tokens, c, p))
+                .collect(),
+        };
         for i in (0..heap.items.len() / 2).rev() {
             heap.sift_down(tokens, i);
         }
@@ -432,7 +442,10 @@ impl MergeState {
     }
 
     /// `seqs`: the sequences, each with its weight and whether it is whole (see `whole`).
-    pub fn with_pieces<'s>(seqs: impl IntoIterator<Item = (&'s [TokenId], u64, bool)>, tokens: &Tokens) -> MergeState {
+    pub fn with_pieces<'s>(
+        seqs: impl IntoIterator<Item = (&'s [TokenId], u64, bool)>,
+        tokens: &Tokens,
+    ) -> MergeState {
         let mut data = Vec::new();
         let mut spans = Vec::new();
         let mut weights = Vec::new();
@@ -460,10 +473,19 @@ impl MergeState {
                 map
             })
             .collect();
-        let initial: Vec<(u64, Pair)> =
-            shards.iter().flat_map(|m| m.iter().map(|(&p, info)| (info.count, p))).collect();
+        let initial: Vec<(u64, Pair)> = shards
+            .iter()
+            .flat_map(|m| m.iter().map(|(&p, info)| (info.count, p)))
+            .collect();
         let heap = PairHeap::from_vec(tokens, initial);
-        MergeState { data, spans, weights, whole, shards, heap }
+        MergeState {
+            data,
+            spans,
+            weights,
+            whole,
+            shards,
+            heap,
+        }
     }
 
     #[inline]
@@ -502,9 +524,22 @@ impl MergeState {
         let mut indices: Vec<u32> = std::mem::take(&mut self.info_mut(pair).seqs).into_vec();
         indices.sort_unstable();
         indices.dedup();
-        let groups = if indices.len() >= PARALLEL_MERGE { rayon::current_num_threads() } else { 1 };
+        let groups = if indices.len() >= PARALLEL_MERGE {
+            rayon::current_num_threads()
+        } else {
+            1
+        };
         let changes: Vec<GroupChanges> = if groups <= 1 {
-            vec![rewrite_group(&mut self.data, 0, &self.spans, &self.weights, &self.whole, &indices, pair, merged)]
+            vec![rewrite_group(
+                &mut self.data,
+                0,
+                &self.spans,
+                &self.weights,
+                &self.whole,
+                &indices,
+                pair,
+                merged,
+            )]
         } else {
             // contiguous groups of sequences own disjoint, increasing parts of the arena
             let per = indices.len().div_ceil(groups);
@@ -523,7 +558,9 @@ impl MergeState {
             let (spans, weights, whole) = (&self.spans, &self.weights, &self.whole);
             parts
                 .into_par_iter()
-                .map(|(data, base, chunk)| rewrite_group(data, base, spans, weights, whole, chunk, pair, merged))
+                .map(|(data, base, chunk)| {
+                    rewrite_group(data, base, spans, weights, whole, chunk, pair, merged)
+                })
                 .collect()
         };
         let mut became_single = false;
@@ -629,7 +666,12 @@ mod tests {
             state.merge(pair, id, &tokens);
             chosen.push((String::from_utf8(merged).unwrap(), count));
         }
-        let expect: Vec<(String, u64)> = vec![("zz".into(), 7), ("aa".into(), 6), ("aaq".into(), 2), ("zzq".into(), 2)];
+        let expect: Vec<(String, u64)> = vec![
+            ("zz".into(), 7),
+            ("aa".into(), 6),
+            ("aaq".into(), 2),
+            ("zzq".into(), 2),
+        ];
         assert_eq!(chosen, expect);
     }
 }

@@ -9,7 +9,11 @@ pub const MIN_COUNT_FLOOR: u64 = 15;
 pub const MAX_NGRAM: usize = 30;
 
 /// All n-grams (2 <= n <= max_len) with count >= `min_count`, Apriori style.
-pub fn frequent_ngrams(candidates: &[(Box<[TokenId]>, u64)], min_count: u64, max_len: usize) -> FxHashMap<Box<[TokenId]>, u64> {
+pub fn frequent_ngrams(
+    candidates: &[(Box<[TokenId]>, u64)],
+    min_count: u64,
+    max_len: usize,
+) -> FxHashMap<Box<[TokenId]>, u64> {
     let mut table: FxHashMap<Box<[TokenId]>, u64> = FxHashMap::default();
     for n in 1..=max_len {
         let before = table.len();
@@ -76,14 +80,19 @@ pub fn split_one<'a>(
 
 /// Cut every candidate and re-aggregate the pieces (single tokens included: they carry no
 /// pairs but count in the vocabulary counts).
-pub fn greedy_split(candidates: Vec<(Box<[TokenId]>, u64)>, table: &FxHashSet<Box<[TokenId]>>) -> Vec<(Box<[TokenId]>, u64)> {
+pub fn greedy_split(
+    candidates: Vec<(Box<[TokenId]>, u64)>,
+    table: &FxHashSet<Box<[TokenId]>>,
+) -> Vec<(Box<[TokenId]>, u64)> {
     if table.is_empty() {
         return candidates;
     }
     let prefixes = prefix_set(table);
     let mut out: FxHashMap<Box<[TokenId]>, u64> = FxHashMap::default();
     for (tokens, count) in &candidates {
-        split_one(tokens, table, &prefixes, |piece| *out.entry(piece.into()).or_insert(0) += count);
+        split_one(tokens, table, &prefixes, |piece| {
+            *out.entry(piece.into()).or_insert(0) += count
+        });
     }
     out.into_iter().collect()
 }

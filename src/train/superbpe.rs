@@ -30,7 +30,10 @@ pub fn train_superbpe(
     let uncut = |tokens: &Tokens| MergeState::new(candidates.iter().map(|(s, w)| (&s[..], *w)), tokens);
     let (mut state, mut alone) = if threshold > 0 {
         let (pieces, alone) = cut(&candidates, threshold, tokens.len());
-        (MergeState::with_pieces(pieces.iter().map(|(s, w, whole)| (&s[..], *w, *whole)), &tokens), alone)
+        (
+            MergeState::with_pieces(pieces.iter().map(|(s, w, whole)| (&s[..], *w, *whole)), &tokens),
+            alone,
+        )
     } else {
         (uncut(&tokens), Vec::new())
     };
@@ -64,7 +67,11 @@ pub fn train_superbpe(
     for (t, w) in alone.into_iter().enumerate() {
         counts[t] += w;
     }
-    Ok(SuperBpe { supermerges, tokens, counts })
+    Ok(SuperBpe {
+        supermerges,
+        tokens,
+        counts,
+    })
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ interleaves superword tokens with regular ones in the vocabulary.
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from .merging import Merge, MergeState
 from .tokens import BYTE_TOKENS

@@ -8,7 +8,7 @@
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from .merging import Merge, MergeState
 from .tokens import BYTE_TOKENS

@@ -17,7 +17,8 @@
 """
 from __future__ import annotations
 
-from typing import AbstractSet, Callable, Iterable
+from collections.abc import Callable, Iterable
+from collections.abc import Set as AbstractSet
 
 import regex
 
@@ -76,6 +77,7 @@ class Encoder:
                     best_rank, best_pair = rank, pair
             if best_pair is None:
                 break
+            assert best_rank is not None
             tokens = apply_merge(tokens, best_pair)
             last = best_rank
         return tokens

@@ -30,7 +30,7 @@ class Merge(NamedTuple):
     one whole word (or candidate) into a single token (the model file's ``flag``)."""
     left: bytes
     right: bytes
-    count: int
+    count: int  # type: ignore[assignment]  # shadows tuple.count on purpose: the file's name
     flag: bool
 
 

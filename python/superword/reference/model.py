@@ -7,6 +7,7 @@ the text format the paper's implementation reads and writes, byte for byte.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -98,10 +99,8 @@ def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
             f.write(text)
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        except FileNotFoundError:
-            pass
         raise
 
 
@@ -161,7 +160,7 @@ def read_model(path: str | os.PathLike[str]) -> Model:
     try:
         with open(name, encoding="utf-8", newline="\n") as f:
             return _read(_Lines(f, name))
-    except UnicodeDecodeError as exc:
+    except UnicodeDecodeError:
         raise ValueError(f"{name}: not a model file (invalid UTF-8)") from None
 
 

@@ -11,7 +11,7 @@ into single-script runs so that, e.g., Chinese characters become one pretoken ea
 """
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import regex
 
@@ -147,7 +147,7 @@ class _Finder:
         return [m.group() for m in self.compiled.finditer(text) if m.end() > m.start()]
 
 
-def can_merge(token: bytes, merge_pattern: "regex.Pattern[str]") -> bool:
+def can_merge(token: bytes, merge_pattern: regex.Pattern[str]) -> bool:
     """SPEC 1.3: valid UTF-8 and contains a match of the merge pattern (a letter)."""
     try:
         text = token.decode("utf-8")

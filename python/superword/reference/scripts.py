@@ -16,7 +16,7 @@ COMMON = 0      # index of "Common" in script_names()
 INHERITED = 1   # index of "Inherited"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _load() -> tuple[bytearray, tuple[str, ...]]:
     """Build a code point -> script index array (one byte per code point, 1.1 MB)."""
     names = ["Common", "Inherited"]

@@ -5,7 +5,7 @@ superword tokens follow all word tokens in the vocabulary.
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from .merging import Merge, MergeState
 

@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 import time
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from .boundless import train_boundless
 from .bpe import train_words
@@ -18,7 +18,8 @@ from .candidates import supermerge_candidates
 from .count import count_documents
 from .encode import Encoder, eligible_tokens
 from .model import Model, Settings
-from .ngram import MIN_COUNT_FLOOR, frequent_ngrams, greedy_split as split_candidates
+from .ngram import MIN_COUNT_FLOOR, frequent_ngrams
+from .ngram import greedy_split as split_candidates
 from .pretokenize import DEFAULT_SCRIPTS, GPT4O, MERGE_PATTERN, SCRIPT_SPECIFIC_GPT4O, Pretokenizer
 from .superbpe import train_superbpe
 
@@ -38,6 +39,7 @@ def train(documents: Iterable[str], vocab_size: int, algorithm: str = "boundless
     stats = {} if stats is None else stats
     report = progress or (lambda stage, done, total: None)
     kind = ALGORITHMS[algorithm]
+    supermerges = supermerges or 0  # only SuperBPE uses it; the caller checked it is given
     settings = Settings(pattern, script_pattern,
                         sorted(set(scripts)) if script_pattern is not None and scripts is not None
                         else None, MERGE_PATTERN)
