@@ -75,7 +75,8 @@ def train(inputs: Any, vocab_size: int = 32768, algorithm: str = "boundless",
     ``text_field``; either may be ``.gz`` or ``.zst``; ``.parquet``: the column
     ``text_field``), or an iterable of documents: ``str``, or dict rows such as a Hugging
     Face ``datasets.Dataset`` (the text in ``text_field``).  A list is a list of paths when
-    its first item is a path object or a string naming an existing file.  ``algorithm``: ``"bpe"`` (no superwords), ``"boundless"``
+    its first item is a path object or a string naming an existing file.
+    ``algorithm``: ``"bpe"`` (no superwords), ``"boundless"``
     (BoundlessBPE, which decides how many superwords to make) or ``"superbpe"`` (SuperBPE
     with exactly ``supermerges`` of the ``vocab_size`` tokens being superwords).
     ``script_aware``: cut text into single-script runs and split ``scripts`` (default: Han,

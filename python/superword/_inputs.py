@@ -328,11 +328,14 @@ def limited(documents: Iterable[str], max_bytes: int | None = None,
     >>> list(limited(["ab", "cd", "ef"], max_bytes=3))
     ['ab', 'cd']
     """
-    size = 0
-    for n, doc in enumerate(documents):
-        if (max_docs is not None and n >= max_docs) or (max_bytes is not None and size >= max_bytes):
+    size, n = 0, 0
+    it = iter(documents)
+    while (max_docs is None or n < max_docs) and (max_bytes is None or size < max_bytes):
+        doc = next(it, None)
+        if doc is None:
             return
         size += len(doc.encode("utf-8", "surrogatepass"))
+        n += 1
         yield doc
 
 
