@@ -159,12 +159,12 @@ def _training_inputs(args: argparse.Namespace) -> tuple[Any, str, _inputs.Tally 
         docs = tally.count(_inputs.describe_stdlib(train_files),
                            _inputs.limited(_inputs.stdlib_documents(train_files), args.max_bytes,
                                            args.max_docs))
-        sample = (lambda: list(_inputs.stdlib_documents(held)),
-                  f"{len(held)} held-back standard-library files")
-        return docs, _inputs.describe_stdlib(train_files), tally, sample
+        held_back = (lambda: list(_inputs.stdlib_documents(held)),
+                     f"{len(held)} held-back standard-library files")
+        return docs, _inputs.describe_stdlib(train_files), tally, held_back
     paths = _inputs.expand_paths(args.inputs)
     source = ", ".join(args.inputs) + (f" ({len(paths)} files)" if len(paths) != len(args.inputs) else "")
-    rereadable = "-" not in paths
+    rereadable = all(p != "-" and os.path.isfile(p) for p in paths)  # not stdin, not a pipe
 
     def sample_of_training_text() -> list[str]:
         return list(_inputs.limited(_inputs.documents_of(paths, None, args.text_field), SAMPLE_BYTES))
