@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import glob
 import gzip
-import io
 import json
 import os
 import stat
@@ -186,13 +185,31 @@ def documents_of(paths: list[str] | None, documents: Iterable[Any] | None,
 # ----------------------------------------------------------------------------------------
 # reading one file
 
-def _zstd_reader(f: Any, path: str) -> Any:
+def _zstd_lines(f: Any, path: str) -> Iterator[bytes]:
+    """The lines of a zstd stream of one or more frames; a cut-off last frame is an error
+    (zstandard's stream reader would end quietly)."""
     try:
         import zstandard
     except ImportError:
         raise ImportError(f"{path}: reading .zst files needs the zstandard package: "
                           f"pip install 'superword[zst]'") from None
-    return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(f, read_across_frames=True))
+    decompressor = zstandard.ZstdDecompressor()
+    frame, pending, in_frame = decompressor.decompressobj(), b"", False
+    while chunk := f.read(1 << 20):
+        while chunk:
+            in_frame = True
+            pending += frame.decompress(chunk)
+            chunk = b""
+            if frame.eof:
+                chunk, in_frame = frame.unused_data, False
+                frame = decompressor.decompressobj()
+        *complete, pending = pending.split(b"\n")
+        for line in complete:
+            yield line + b"\n"
+    if in_frame:
+        raise ValueError(f"{path}: corrupt or truncated zstd data (the last frame is cut off)")
+    if pending:
+        yield pending
 
 
 def _raw_lines(path: str) -> Iterator[bytes]:
@@ -205,8 +222,8 @@ def _raw_lines(path: str) -> Iterator[bytes]:
             with gzip.open(path, "rb") as f:
                 yield from f
         elif lower.endswith(".zst"):
-            with open(path, "rb") as raw, _zstd_reader(raw, path) as f:
-                yield from f
+            with open(path, "rb") as f:
+                yield from _zstd_lines(f, path)
         else:
             with open(path, "rb") as f:
                 yield from f
