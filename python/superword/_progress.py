@@ -29,7 +29,8 @@ class Progress:
         self.stream, self.quiet = stream, quiet
         self.bar = stream.isatty() if bar is None else bar
         self.stage: str | None = None
-        self.started = self.drawn = 0.0
+        # a stage starts when the previous one ends (its first report can come late)
+        self.started, self.drawn = time.monotonic(), 0.0
         self.done = self.total = 0
 
     def __call__(self, stage: str, done: int, total: int) -> None:
@@ -37,8 +38,10 @@ class Progress:
             return
         now = time.monotonic()
         if stage != self.stage:
-            self._finish(now)
-            self.stage, self.started, self.drawn = stage, now, 0.0
+            if self.stage is not None:
+                self._finish(now)
+                self.started = now
+            self.stage, self.drawn = stage, 0.0
         self.done, self.total = done, total
         if self.bar and (now - self.drawn >= 0.1 or (total and done >= total)):
             self.drawn = now
@@ -47,17 +50,18 @@ class Progress:
 
     def _line(self, now: float, final: bool) -> str:
         label, unit = STAGES.get(self.stage or "", (self.stage, "items"))
-        elapsed = max(now - self.started, 1e-9)
-        rate = self.done / elapsed
+        elapsed = now - self.started
+        rate = self.done / elapsed if elapsed > 0.25 else 0.0  # no rate from a first glimpse
+        speed = f"{rate:,.0f}/s" if rate else "-/s"
         if final:  # stage times come from training_stats at the end; callbacks only bound them
             return f"{label}: {self.done:,} {unit}"
         if self.total:
             width = 28
             filled = min(width, int(width * self.done / self.total))
-            left = (self.total - self.done) / rate if rate > 0 else 0.0
+            eta = _clock((self.total - self.done) / rate) if rate else "-:--"
             return (f"{label:<22} |{'█' * filled}{' ' * (width - filled)}| {self.done:,}/{self.total:,} "
-                    f"{unit}  {rate:,.0f}/s  ETA {_clock(left)}")
-        return f"{label:<22} {self.done:,} {unit}  {rate:,.0f}/s  {_clock(elapsed)}"
+                    f"{unit}  {speed}  ETA {eta}")
+        return f"{label:<22} {self.done:,} {unit}  {speed}  {_clock(elapsed)}"
 
     def _finish(self, now: float) -> None:
         if self.stage is None:
@@ -66,6 +70,7 @@ class Progress:
         self.stream.write(("\r" + line + "\x1b[K\n") if self.bar else line + "\n")
         self.stream.flush()
         self.stage = None
+        self.started = now
 
     def close(self) -> None:
         if not self.quiet:
