@@ -2,6 +2,7 @@
 output parsed; and the training output of `superword train`."""
 from __future__ import annotations
 
+import io
 import json
 import math
 import re
@@ -238,3 +239,34 @@ def test_empty_scripts_means_no_scripts(tmp_path):
     assert '"script_specific_scripts": []' in out.read_text(encoding="utf-8")
     assert superword.Tokenizer.load(out).model_text() == superword.train(
         corpus, 260, "bpe", scripts=[]).model_text()
+
+
+def test_progress_is_a_bar_in_a_terminal_and_plain_lines_in_a_pipe():
+    from superword._progress import Progress
+
+    class Stream(io.StringIO):
+        def __init__(self, tty: bool):
+            super().__init__()
+            self.tty = tty
+
+        def isatty(self) -> bool:
+            return self.tty
+
+    for tty in (True, False):
+        stream = Stream(tty)
+        progress = Progress(stream)
+        for stage, total in (("count", 0), ("merges", 40), ("phase2", 10)):
+            for done in range(0, total + 1, 5):
+                progress(stage, done, total)
+        progress.close()
+        text = stream.getvalue()
+        assert ("\r" in text) == tty and ("|" in text) == tty
+        ends = [line.rsplit("\r", 1)[-1].replace("\x1b[K", "") for line in text.split("\n")[:-1]]
+        assert ends == ["pre-tokenize + count: 0 documents", "phase 1: 40 merges", "phase 2: 10 tokens"]
+
+
+def test_terminal_view_colours_tokens_and_highlights_superwords():
+    from superword._display import show_tokens
+    coloured = show_tokens([(b"for", False), (b" in range", True), (b"(", False)], color=True)
+    assert coloured.count("\x1b[0m") == 3 and "\x1b[1;33;44m␣in␣range\x1b[0m" in coloured
+    assert show_tokens([(b"for", False), (b" in range", True)], color=False) == "for|[␣in␣range]"
