@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ TEXTS = read_jsonl_texts(GOLDEN / "taylorswift_400.jsonl")
 A, B = TEXTS[:200], TEXTS[200:]
 
 
-def expected(docs: list[str]) -> str:
+def expected(docs: Iterable[str]) -> str:
     return superword.train(docs, 300, "bpe").model_text()
 
 
@@ -149,8 +150,9 @@ def test_the_api_rule_for_lists(tmp_path):
         superword.train([str(a), "missing.csv"], 300, "bpe")
     with pytest.raises(TypeError, match="item 1 is int"):
         superword.train([str(a), 3], 300, "bpe")
-    # otherwise the items are the documents
+    # otherwise the items are the documents, "-" included
     assert superword.train(A, 300, "bpe").model_text() == expected(A)
+    assert superword.train(["-", *A], 300, "bpe").model_text() == expected(iter(["-", *A]))
 
 
 def test_a_byte_order_mark_is_not_text(tmp_path):

@@ -105,7 +105,7 @@ def _looks_like_a_path(item: object) -> bool:
         return True
     if not isinstance(item, str) or "\n" in item or not item or len(item) > 4096:
         return False
-    if item == STDIN or is_data_file(item) or item.lower().endswith(COMPRESSION_SUFFIXES):
+    if is_data_file(item) or item.lower().endswith(COMPRESSION_SUFFIXES):
         return True
     try:
         return os.path.exists(item)
@@ -119,9 +119,9 @@ def resolve_inputs(inputs: object, text_field: str = "text", tally: Tally | None
 
     * a ``str`` or path object is a file, a folder, a glob or ``-`` (standard input);
     * a list or tuple is a list of such names when its **first** item is a path object, a
-      string naming an existing file or folder, ``-``, or a one-line string ending in a data
-      suffix (``.txt``, ``.jsonl``, ``.parquet``, ``.gz``, ``.zst``); then every item must be
-      one;
+      string naming an existing file or folder, or a one-line string ending in a data suffix
+      (``.txt``, ``.jsonl``, ``.parquet``, ``.gz``, ``.zst``); then every item must be one
+      (a first item ``"-"`` is a document: only a single ``"-"`` means standard input);
     * anything else iterable holds the documents: ``str``, or dict-like rows (a Hugging Face
       ``datasets.Dataset``) with the text in ``text_field``.
 
