@@ -135,7 +135,7 @@ def _texts(args: argparse.Namespace) -> tuple[list[str], str]:
     if args.on:
         paths = _inputs.expand_paths(args.on, what="--on")
         docs = _inputs.documents_of(paths, None, args.text_field)
-        source = ", ".join(args.on)
+        source = ", ".join("standard input" if p == "-" else p for p in args.on)
     else:
         held = _inputs.stdlib_split()[1]
         docs = _inputs.stdlib_documents(held)
