@@ -232,6 +232,9 @@ def _compression_summary(tok: _api.Tokenizer, args: argparse.Namespace, settings
         word, how = word_model_of(tok), "the phase-1 word model = this model without its supermerges"
     else:  # BoundlessBPE keeps only part of its word model: train that BPE model again
         again = dict(settings, algorithm="bpe", supermerges=None, greedy_split=False)
+        if not args.quiet:
+            print("training BPE at the same vocab size for the comparison (--no-compare skips it)",
+                  file=sys.stderr)
         inputs = _training_inputs(args)[0]
         word = _api.train(inputs, **again)
         how = (f"the phase-1 word model = BPE at the same vocab size and settings, trained again "
