@@ -270,3 +270,10 @@ def test_terminal_view_colours_tokens_and_highlights_superwords():
     coloured = show_tokens([(b"for", False), (b" in range", True), (b"(", False)], color=True)
     assert coloured.count("\x1b[0m") == 3 and "\x1b[1;33;44m␣in␣range\x1b[0m" in coloured
     assert show_tokens([(b"for", False), (b" in range", True)], color=False) == "for|[␣in␣range]"
+
+
+def test_plot_refuses_a_format_it_cannot_write(tmp_path):
+    pytest.importorskip("matplotlib")
+    result = run("plot", model("word"), "--on", str(TEXT), "-o", str(tmp_path / "fig.xyz"), ok=False)
+    assert result.returncode == 2 and b"fig.xyz: matplotlib cannot write .xyz files" in result.stderr
+    assert list(tmp_path.iterdir()) == []

@@ -31,6 +31,13 @@ def plot(models: Sequence[Tokenizer], texts: Sequence[str], path: str | os.PathL
     """Draw the three panels for ``models`` measured on ``texts`` into ``path`` (PNG, or any
     format matplotlib infers from the suffix); written to a temporary file, then renamed."""
     plt = require_matplotlib()
+    path = os.fspath(path)
+    ext = os.path.splitext(path)[1].lstrip(".").lower() or "png"
+    supported = plt.figure().canvas.get_supported_filetypes()
+    plt.close("all")
+    if ext not in supported:
+        raise ValueError(f"{path}: matplotlib cannot write .{ext} files (use one of "
+                         f"{', '.join(sorted(supported))})")
     results = stats.evaluate(models, texts, names=names)
     labels = [f"{r['name']} ({NAMES.get(r['kind'], r['kind'])})" for r in results]
     fig, (lengths, compression, merges) = plt.subplots(1, 3, figsize=(16, 4.8))
@@ -81,12 +88,10 @@ def plot(models: Sequence[Tokenizer], texts: Sequence[str], path: str | os.PathL
     merges.legend(fontsize=7)
 
     fig.tight_layout()
-    path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
     tmp = os.path.join(folder, f".{os.path.basename(path)}.tmp{os.getpid()}")
-    ext = os.path.splitext(path)[1]
     try:
-        fig.savefig(tmp, dpi=110, format=ext.lstrip(".") or "png")
+        fig.savefig(tmp, dpi=110, format=ext)
         os.replace(tmp, path)
     finally:
         plt.close(fig)
