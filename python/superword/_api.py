@@ -10,11 +10,12 @@ import contextlib
 import gc
 import os
 import sys
+import time
 from collections.abc import Callable, Iterable, Iterator
 from collections.abc import Set as AbstractSet
 from typing import Any, Literal
 
-from . import _inputs
+from . import _inputs, _provenance
 from ._reference_core import ReferenceCore, ReferenceRankCore
 from .reference import pretokenize as _pretok
 from .reference import train as _ref_train
@@ -69,9 +70,13 @@ def train(inputs: Any, vocab_size: int = 32768, algorithm: str = "boundless",
           script_pattern: str | None = None, progress: Progress | None = None) -> Tokenizer:
     """Train a tokenizer.
 
-    ``inputs``: a path, a list of paths (``.txt``: a document per line; ``.jsonl``: a record
-    per line with the text in ``text_field``; either may be ``.gz``), or an iterable of
-    ``str`` documents.  ``algorithm``: ``"bpe"`` (no superwords), ``"boundless"``
+    ``inputs``: a path (a file, a folder, a glob, or ``-`` for standard input), a list of
+    paths (``.txt``: a document per line; ``.jsonl``: a record per line with the text in
+    ``text_field``; either may be ``.gz`` or ``.zst``; ``.parquet``: the column
+    ``text_field``), or an iterable of documents: ``str``, or dict rows such as a Hugging
+    Face ``datasets.Dataset`` (the text in ``text_field``).  A list is a list of paths when
+    its first item is a path object or a string naming an existing file.
+    ``algorithm``: ``"bpe"`` (no superwords), ``"boundless"``
     (BoundlessBPE, which decides how many superwords to make) or ``"superbpe"`` (SuperBPE
     with exactly ``supermerges`` of the ``vocab_size`` tokens being superwords).
     ``script_aware``: cut text into single-script runs and split ``scripts`` (default: Han,
@@ -128,7 +133,9 @@ def train(inputs: Any, vocab_size: int = 32768, algorithm: str = "boundless",
         script, names = None, None
     _pretok.Pretokenizer(main, script, names)  # one place for pattern and script checks
 
-    paths, documents = _inputs.resolve_inputs(inputs)
+    tally = _inputs.Tally()
+    start = time.perf_counter()
+    paths, documents = _inputs.resolve_inputs(inputs, text_field, tally)
     if backend == "rust":
         core = _core_module()
         options = dict(vocab_size=vocab_size, algorithm=algorithm, supermerges=supermerges,
@@ -137,14 +144,26 @@ def train(inputs: Any, vocab_size: int = 32768, algorithm: str = "boundless",
         if paths is not None:
             impl = core.train_files(paths, text_field=text_field, **options)
         else:
-            impl = core.train_iter(_inputs.documents_of(None, documents, text_field), **options)
-        return Tokenizer(impl, backend)
-    stats: dict[str, float] = {}
-    model = _ref_train.train(
-        _inputs.documents_of(paths, documents, text_field), vocab_size, algorithm, supermerges,
-        pattern=main, script_pattern=script, scripts=names, greedy_split=greedy_split,
-        progress=progress, stats=stats)
-    return Tokenizer(ReferenceCore(model, training_stats=stats), backend)
+            impl = core.train_iter(documents, **options)
+        tok = Tokenizer(impl, backend)
+    else:
+        stats: dict[str, float] = {}
+        model = _ref_train.train(
+            _inputs.documents_of(paths, documents, text_field), vocab_size, algorithm, supermerges,
+            pattern=main, script_pattern=script, scripts=names, greedy_split=greedy_split,
+            progress=progress, stats=stats)
+        tok = Tokenizer(ReferenceCore(model, training_stats=stats), backend)
+    if paths is not None:
+        inputs_record = [{"name": p, "documents": None, "bytes": os.path.getsize(p)} for p in paths]
+    else:
+        inputs_record = tally.records()
+    settings = dict(vocab_size=vocab_size, supermerges=supermerges, script_aware=script_aware,
+                    scripts=names, greedy_split=greedy_split, text_field=text_field,
+                    pattern=None if pattern is None else main,
+                    script_pattern=None if script_pattern is None else script, backend=backend)
+    tok.provenance = _provenance.make(algorithm, settings, inputs_record, tok.training_stats,
+                                      time.perf_counter() - start)
+    return tok
 
 
 AllowedSpecial = Literal["all", "none", "none_raise"] | AbstractSet[str]
@@ -160,6 +179,9 @@ class Tokenizer:
     def __init__(self, impl: Any, backend: str):
         self._impl = impl
         self.backend = backend
+        #: how the model was made (see :mod:`superword._provenance`): set by :func:`train`,
+        #: read by :meth:`load` from the sidecar ``MODEL.json``; ``None`` when unknown
+        self.provenance: dict[str, Any] | None = None
 
     # -- files -----------------------------------------------------------------------------
 
@@ -174,8 +196,12 @@ class Tokenizer:
         backend = _resolve_backend(backend)
         path = os.fspath(path)
         if backend == "rust":
-            return cls(_core_module().Tokenizer.load(path, greedy_split), backend)
-        return cls(ReferenceCore.load(path, greedy_split), backend)
+            tok = cls(_core_module().Tokenizer.load(path, greedy_split), backend)
+        else:
+            tok = cls(ReferenceCore.load(path, greedy_split), backend)
+        if os.path.exists(_provenance.sidecar_path(path)):
+            tok.provenance = _provenance.read(path, tok.model_text())
+        return tok
 
     @classmethod
     def from_tiktoken(cls, path: str | os.PathLike[str], pattern: str,
@@ -204,8 +230,11 @@ class Tokenizer:
         return cls(impl, backend)
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the model file atomically (a temporary file, then a rename)."""
+        """Write the model file atomically (a temporary file, then a rename), and, when
+        :attr:`provenance` is known, the sidecar ``path + ".json"`` describing how it was made."""
         self._impl.save(os.fspath(path))
+        if self.provenance is not None:
+            _provenance.write(path, self.provenance, self.model_text())
 
     def save_tiktoken(self, path: str | os.PathLike[str]) -> None:
         """Write a ``.tiktoken`` ranks file that ``tiktoken.Encoding`` loads (with
