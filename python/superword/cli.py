@@ -36,6 +36,11 @@ def _parser() -> argparse.ArgumentParser:
                         "(default Han,Hiragana,Katakana,Khmer,Lao,Myanmar,Thai)")
     t.add_argument("--greedy-split", action="store_true",
                    help="cut supermerge candidates into frequent n-grams (paper, Appendix B)")
+    t.add_argument("--tau", type=float, default=1.1, metavar="T",
+                   help="PickyBPE: delete a merged token when the merge used at least this share "
+                        "of it (default 1.1: never; needs --backend reference for now)")
+    t.add_argument("--blowup", action="store_true",
+                   help="PickyBPE: a deleted token falls apart into bytes, not its two halves")
     t.add_argument("--text-field", default="text", help="JSONL field holding the text")
     t.add_argument("--backend", choices=list(_api.BACKENDS), default=None)
     t.add_argument("-o", "--output", required=True, metavar="OUT.model")
@@ -93,7 +98,8 @@ def _train(args: argparse.Namespace) -> None:
                          vocab_size=args.vocab_size, algorithm=args.algorithm,
                          supermerges=args.supermerges, script_aware=not args.simple,
                          scripts=scripts, greedy_split=args.greedy_split,
-                         text_field=args.text_field, backend=args.backend, progress=progress)
+                         text_field=args.text_field, backend=args.backend, progress=progress,
+                         tau=args.tau, blowup=args.blowup)
     finally:
         progress.close()
     seconds = time.perf_counter() - start

@@ -63,8 +63,9 @@ class Encoder:
         self.ngrams = None
         if greedy_split:
             if model.ngrams is None:
-                raise ValueError("greedy_split=True needs a model trained with greedy_split=True "
-                                 "(this model stores no n-gram table)")
+                raise ValueError("greedy_split=True needs the n-gram table of a model trained "
+                                 "with greedy_split=True (saved next to the model file as "
+                                 "'<model>.ngrams'); this model has none")
             self.ngrams = set(model.ngrams)
             self._prefixes = prefix_set(self.ngrams)
         self.special_tokens: dict[str, int] = dict(model.special_tokens)
