@@ -10,7 +10,6 @@ import functools
 import pytest
 import superword
 from hypothesis import given, settings
-from hypothesis import strategies as st
 from superword.reference.bpe import train_words
 from superword.reference.encode import Encoder
 from superword.reference.merging import Deletion, Merge

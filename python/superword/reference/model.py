@@ -279,7 +279,8 @@ def _read_section(lines: _Lines, vocab: list[bytes],
     # merges and deletions share one index sequence 0, 1, 2, ... (SPEC 9); each section
     # lists its entries in index order
     lines.expect("merges")
-    merges, merge_at = [], []
+    merges: list[Merge] = []
+    merge_at: list[int] = []
     for _ in range(lines.count("merges")):
         ident, left, right, count, flag = lines.fields(5, "'<index> <left> <right> <count> <flag>'")
         if not _is_uint(ident) or not _is_uint(count) or flag not in ("0", "1"):
