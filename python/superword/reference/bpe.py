@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .merging import Deletion, Merge, MergeState, deletion_parts
+from .merging import Deletion, Merge, MergeState, Pair, deletion_parts
 from .tokens import BYTE_TOKENS
 
 NO_DELETIONS_TAU = 1.1  # a ratio never exceeds 1, so tau > 1 turns deletions off (SPEC 9)
@@ -40,6 +40,7 @@ def train_words(word_counts: dict[str, int], vocab_size: int, tau: float = NO_DE
     merges: list[Merge] = []
     deletions: list[Deletion] = []
     parts: dict[bytes, list[bytes]] = {}  # fixed at a token's first deletion
+    makers: dict[bytes, Pair] = {}        # token -> the pair of the earliest merge making it
     # 2. merge the best pair until the vocabulary is full or no pair is left
     while len(vocab) < vocab_size:
         best = state.best()
@@ -51,6 +52,7 @@ def train_words(word_counts: dict[str, int], vocab_size: int, tau: float = NO_DE
         flag = state.merge((left, right))
         merges.append(Merge(left, right, count, flag))
         token = left + right
+        makers.setdefault(token, (left, right))
         if token not in present:  # the same bytes can come from two different merges
             present.add(token)
             vocab.append(token)
@@ -59,7 +61,7 @@ def train_words(word_counts: dict[str, int], vocab_size: int, tau: float = NO_DE
             if len(t) == 1 or ratio < tau:
                 continue
             if t not in parts:
-                parts[t] = deletion_parts(t, merges, blowup)
+                parts[t] = deletion_parts(t, makers, blowup)
             state.delete(t, parts[t])
             deletions.append(Deletion(len(merges) + len(deletions), t))
             if t in present:  # not when a == b and the first deletion removed it

@@ -26,7 +26,7 @@ from collections.abc import Set as AbstractSet
 
 import regex
 
-from .merging import Pair, apply_merge, deletion_parts, merge_indices, replace_token
+from .merging import Pair, apply_merge, deletion_parts, first_makers, merge_indices, replace_token
 from .model import Model
 from .ngram import prefix_set, split_one
 from .pretokenize import Pretokenizer, can_merge
@@ -86,7 +86,8 @@ class Encoder:
         the ids of 4 documents of ``golden/multi_1230_v1500_tau0.8`` (word and super models).
         """
         model = self.model
-        recorded = {t: deletion_parts(t, model.merges, model.settings.blowup) for t in self.deleted}
+        makers = first_makers(model.merges)
+        recorded = {t: deletion_parts(t, makers, model.settings.blowup) for t in self.deleted}
         resolved: dict[bytes, list[bytes]] = {}
 
         def expand(piece: bytes) -> list[bytes]:

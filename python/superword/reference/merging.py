@@ -74,21 +74,29 @@ def merge_indices(merges: list[Merge], deletions: list[Deletion]) -> list[int]:
     return out
 
 
-def deletion_parts(token: bytes, merges: list[Merge], blowup: bool) -> list[bytes]:
-    """What a deleted token is replaced by (SPEC 9): its single bytes with ``blowup``, else the
-    halves of the earliest merge whose halves concatenate to it.  Any later merge making the
-    same bytes has a larger index, so this is the same whether asked at the token's first
-    deletion (training) or from the whole file (loading).
+def first_makers(merges: list[Merge]) -> dict[bytes, Pair]:
+    """For each token a merge makes, the pair of the earliest merge that makes it."""
+    makers: dict[bytes, Pair] = {}
+    for m in merges:
+        makers.setdefault(m.left + m.right, (m.left, m.right))
+    return makers
 
-    >>> deletion_parts(b"abc", [Merge(b"a", b"b", 9, False), Merge(b"ab", b"c", 5, False)], False)
-    [b'ab', b'c']
+
+def deletion_parts(token: bytes, makers: dict[bytes, Pair], blowup: bool) -> list[bytes]:
+    """What a deleted token is replaced by (SPEC 9): its single bytes with ``blowup``, else the
+    halves of the earliest merge that makes it (``makers``, from :func:`first_makers`).  Any
+    later merge making the same bytes has a larger index, so this is the same whether asked at
+    the token's first deletion (training) or from the whole file (loading).
+
+    >>> makers = first_makers([Merge(b"a", b"b", 9, False), Merge(b"ab", b"c", 5, False)])
+    >>> deletion_parts(b"abc", makers, False), deletion_parts(b"abc", makers, True)
+    ([b'ab', b'c'], [b'a', b'b', b'c'])
     """
     if blowup:
         return [token[i:i + 1] for i in range(len(token))]
-    for m in merges:
-        if m.left + m.right == token:
-            return [m.left, m.right]
-    raise ValueError(f"no merge makes the deleted token {token!r}")
+    if token not in makers:
+        raise ValueError(f"no merge makes the deleted token {token!r}")
+    return list(makers[token])
 
 
 def count_pairs(tokens: list[bytes]) -> dict[Pair, int]:
