@@ -44,6 +44,8 @@ def train(documents: Iterable[str], vocab_size: int, algorithm: str = "boundless
     settings = Settings(pattern, script_pattern,
                         sorted(set(scripts)) if script_pattern is not None and scripts is not None
                         else None, MERGE_PATTERN, float(tau), blowup)
+    # tau is stored as a float, so the config JSON says 1.0 (not 1) for tau=1: one spelling
+    # per value whatever number type the caller used (SPEC 8 leaves this open)
     pretokenizer = Pretokenizer(pattern, script_pattern,
                                 settings.script_specific_scripts if script_pattern else None)
 
