@@ -176,3 +176,21 @@ def test_decode_encode_round_trip_with_deletions(algorithm, blowup, text):
     tok = picky(algorithm, blowup)
     assert tok._impl.model.deletions
     assert tok.decode(tok.encode_ordinary(text)) == text
+
+
+def test_models_with_deletions_do_not_depend_on_the_hash_seed(tmp_path):
+    import os
+    import subprocess
+    import sys
+    script = ("import superword, sys\n"
+              "docs = [l for l in open(sys.argv[1], encoding='utf-8').read().split('\\n') if l]\n"
+              "tok = superword.train(docs, 450, 'boundless', tau=0.6, backend='reference')\n"
+              "sys.stdout.write(tok.model_text())\n")
+    (tmp_path / "docs.txt").write_text("\n".join(CORPUS) + "\n", encoding="utf-8")
+    outputs = set()
+    for seed in ("1", "2"):
+        env = dict(os.environ, PYTHONHASHSEED=seed)
+        run = subprocess.run([sys.executable, "-c", script, str(tmp_path / "docs.txt")],
+                             capture_output=True, text=True, env=env, check=True)
+        outputs.add(run.stdout)
+    assert len(outputs) == 1 and "deletions\n0\n" not in next(iter(outputs)).split("superwords")[0]
