@@ -21,15 +21,17 @@ use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use crate::error::Result;
+use crate::input::Documents;
 use crate::pretokenize::classes::{bits, L};
 use crate::pretokenize::Pretokenizer;
+use crate::train::Control;
 
-use crate::piece::{Lookup, Piece, PieceMap};
+use crate::key::{Key, KeyMap, Lookup};
 
 /// Pretoken and run tables with local pretoken ids.
 #[derive(Default)]
 struct Table {
-    ids: PieceMap,
+    ids: KeyMap,
     counts: Vec<u64>,
     has_letter: Vec<bool>,
     runs: FxHashMap<Box<[u32]>, u64>,
@@ -43,7 +45,7 @@ impl Table {
             return id;
         }
         let id = self.counts.len() as u32;
-        self.ids.insert(Piece::new(piece), id);
+        self.ids.insert(Key::new(piece), id);
         self.counts.push(0);
         self.has_letter.push(piece.chars().any(|c| bits(c) & L != 0));
         id
@@ -80,15 +82,38 @@ impl Table {
     }
 }
 
+/// Letter runs with counts, per counting table: (the table's pretoken id -> index into
+/// `Counts::words`, runs in the table's pretoken ids).
+pub type Runs = Vec<(Vec<u32>, FxHashMap<Box<[u32]>, u64>)>;
+
 /// The aggregated corpus.
 pub struct Counts {
     /// distinct pretokens with their counts
     pub words: Vec<(Box<str>, u64)>,
     /// letter runs with counts, per worker table: (table's pretoken id -> index into `words`,
     /// runs in the table's ids).  Kept apart so that no run is hashed twice.
-    pub runs: Vec<(Vec<u32>, FxHashMap<Box<[u32]>, u64>)>,
+    pub runs: Runs,
     pub documents: u64,
     pub pretokens: u64,
+}
+
+/// Stage 1 over a whole stream of documents: read on the calling thread, count every batch on
+/// `pool` (one table per thread), report progress as stage "count".
+pub fn count_documents(
+    documents: &mut dyn Documents,
+    pretokenizer: &Pretokenizer,
+    with_runs: bool,
+    pool: &rayon::ThreadPool,
+    control: &dyn Control,
+) -> Result<Counts> {
+    let mut counter = Counter::new(pretokenizer, with_runs, pool.current_num_threads());
+    documents.for_each_batch(&mut |docs| {
+        pool.install(|| counter.add_batch(docs))?;
+        control.progress("count", counter.documents(), 0)
+    })?;
+    let n = counter.documents();
+    control.progress("count", n, n)?;
+    Ok(counter.finish())
 }
 
 /// Counts documents batch by batch.  Each of the `workers` tables always takes the same share
@@ -148,7 +173,7 @@ impl<'a> Counter<'a> {
     }
 
     pub fn finish(self) -> Counts {
-        let mut index = PieceMap::default();
+        let mut index = KeyMap::default();
         let mut words: Vec<(Box<str>, u64)> = Vec::new();
         let mut runs = Vec::with_capacity(self.tables.len());
         let mut pretokens = 0;

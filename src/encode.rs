@@ -12,11 +12,12 @@ use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::error::{Error, Result};
+use crate::key::{Key, KeyMap, Lookup};
 use crate::model::Model;
-use crate::piece::{Lookup, Piece, PieceMap};
 use crate::pretokenize::Pretokenizer;
+use crate::tokens::TokenId;
+use crate::train::merging::apply_merge;
 use crate::train::ngram::{prefix_set, split_one};
-use crate::train::{apply_merge, TokenId};
 
 /// Pieces longer than this (in bytes) are merged with a heap instead of a scan.
 const LONG_PIECE: usize = 48;
@@ -33,8 +34,8 @@ pub struct Encoder {
     /// in some supermerge"; the bits also skip most pair lookups in `supermerge`)
     super_part: Vec<u8>,
     reachable: Vec<bool>,
-    /// reachable tokens by bytes: the shortcut's table (inline keys, see `piece.rs`)
-    shortcut: PieceMap,
+    /// reachable tokens by bytes: the shortcut's table (inline keys, see `key.rs`)
+    shortcut: KeyMap,
     ngrams: Option<(FxHashSet<Box<[TokenId]>>, FxHashSet<Box<[TokenId]>>)>,
     /// special tokens by text
     pub special: Vec<(String, TokenId)>,
@@ -112,14 +113,14 @@ impl Encoder {
             super_ranks,
             super_part,
             reachable: vec![false; model.vocab.len()],
-            shortcut: PieceMap::default(),
+            shortcut: KeyMap::default(),
             ngrams,
             special: model.special_tokens.clone(),
         };
         enc.reachable = enc.find_reachable(&model.is_super)?;
         enc.shortcut = (0..enc.vocab.len())
             .filter(|&i| enc.reachable[i])
-            .map(|i| (Piece::from_bytes(&enc.vocab[i]), i as TokenId))
+            .map(|i| (Key::from_bytes(&enc.vocab[i]), i as TokenId))
             .collect();
         Ok(enc)
     }
@@ -293,7 +294,7 @@ pub fn py_bytes(t: &[u8]) -> String {
 /// non-overlapping positions, left to right.  `rank(a, b)` gives `(rank, merged id)`.
 ///
 /// Short sequences use a plain scan; long ones a heap, which keeps a megabyte-long pretoken
-/// (a run of letters with no space) from taking quadratic time.  Tokens then form a linked
+/// (a run of letters with no space) from taking quadratic time.  Vocab then form a linked
 /// list and a min-heap holds `(rank, position)` of adjacent pairs: the smallest rank is applied
 /// at all its positions, left to right (a position whose tokens changed is skipped, which is
 /// the non-overlap rule), and new neighbours enter the heap only with a larger rank (a smaller
@@ -435,7 +436,7 @@ impl Encode for Encoder {
     }
 }
 
-/// A piece of text between special tokens, or a special token's id.
+/// A stretch of text between special tokens, or a special token's id.
 pub enum Part<'a> {
     Text(&'a str),
     Special(TokenId),
@@ -492,7 +493,7 @@ mod tests {
 
     /// A model whose merges make tokens from a few letters, in a fixed order.
     fn model() -> Model {
-        let mut vocab: Vec<Vec<u8>> = crate::train::byte_token_values().map(|b| vec![b]).collect();
+        let mut vocab: Vec<Vec<u8>> = crate::tokens::byte_token_values().map(|b| vec![b]).collect();
         let mut merges = Vec::new();
         for (l, r) in [
             ("a", "b"),

@@ -10,14 +10,13 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyIterator};
 use rustc_hash::FxHashMap;
 
-use crate::count::Counter;
 use crate::encode::{Encode, Encoder};
 use crate::error::Error;
-use crate::model::{v2, Model, Settings};
-use crate::pipeline::{self, Algorithm, Config};
+use crate::input::{Documents, Files, BLOCK_BYTES};
+use crate::model::{v2, Model};
 use crate::pretokenize::Pretokenizer;
 use crate::ranks::{RankEncoder, RankModel};
-use crate::train::Control;
+use crate::train::{Config, Control};
 
 // ------------------------------------------------------------------------------------------
 // errors
@@ -131,45 +130,66 @@ fn pool(threads: Option<usize>) -> PyResult<std::sync::Arc<rayon::ThreadPool>> {
 }
 
 // ------------------------------------------------------------------------------------------
-// training
+// training: the arguments become a `Config`, the input a stream of documents
 
-#[allow(clippy::too_many_arguments)]
-fn config(
-    vocab_size: usize,
-    algorithm: &str,
-    supermerges: Option<usize>,
-    pattern: &str,
-    script_pattern: Option<String>,
-    scripts: Option<Vec<String>>,
-    greedy_split: bool,
-) -> PyResult<(Config, Pretokenizer)> {
-    let algorithm = match (algorithm, supermerges) {
-        ("bpe", _) => Algorithm::Bpe,
-        ("boundless", _) => Algorithm::Boundless,
-        ("superbpe", Some(n)) => Algorithm::SuperBpe(n),
-        _ => return Err(PyValueError::new_err(format!("unknown algorithm {algorithm:?}"))),
-    };
-    let pre = Pretokenizer::new(pattern, script_pattern.as_deref(), scripts.as_deref()).map_err(to_py)?;
-    let settings = Settings {
-        main_regex: pattern.to_string(),
-        script_specific_regex: script_pattern,
-        script_specific_scripts: pre.scripts.clone(),
-        merge_pattern: crate::pretokenize::MERGE_PATTERN.to_string(),
-        tau: 1.1,
-        blowup: false,
-    };
-    Ok((
-        Config {
-            vocab_size,
-            algorithm,
-            settings,
-            greedy_split,
-        },
-        pre,
-    ))
+/// A Python iterator of `str` as a stream of documents, read in batches of about 8 MB (the
+/// GIL is taken only to read a batch).
+struct PyDocuments<'c> {
+    iter: Py<PyIterator>,
+    /// where an exception raised by the iterator goes, to be re-raised at the seam
+    error: &'c Mutex<Option<PyErr>>,
 }
 
-const BATCH_BYTES: usize = 32 << 20;
+impl Documents for PyDocuments<'_> {
+    fn for_each_batch(&mut self, f: &mut dyn FnMut(&[&str]) -> Result<(), Error>) -> Result<(), Error> {
+        loop {
+            let batch = Python::attach(|py| -> PyResult<Vec<String>> {
+                let (mut batch, mut bytes) = (Vec::new(), 0);
+                for item in self.iter.bind(py).clone() {
+                    let doc: String = item?.extract()?;
+                    bytes += doc.len();
+                    batch.push(doc);
+                    if bytes >= BLOCK_BYTES / 4 {
+                        break;
+                    }
+                }
+                Ok(batch)
+            })
+            .map_err(|e| {
+                *self.error.lock().unwrap() = Some(e);
+                Error::Interrupted
+            })?;
+            if batch.is_empty() {
+                return Ok(());
+            }
+            let docs: Vec<&str> = batch.iter().map(String::as_str).collect();
+            f(&docs)?;
+        }
+    }
+}
+
+/// Run the whole training on `threads` workers with the GIL released.
+fn train(
+    py: Python<'_>,
+    documents: impl FnOnce(&PyControl) -> Box<dyn Documents + Send + '_>,
+    config: Config,
+    threads: Option<usize>,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<PyTokenizer> {
+    let pool = pool(threads)?;
+    let control = PyControl::new(progress);
+    let mut documents = documents(&control);
+    let result = py.detach(|| {
+        guard(|| {
+            let mut stats = Vec::new();
+            let model = crate::train::train(&mut *documents, &config, &pool, &control, &mut stats)?;
+            Ok((model, stats))
+        })
+    });
+    drop(documents);
+    let (model, stats) = control.finish(result)?;
+    PyTokenizer::from_model(py, model, None, stats)
+}
 
 /// Train on files (`.txt`, `.jsonl`, optionally `.gz`) read by the Rust core.
 #[pyfunction]
@@ -189,37 +209,23 @@ fn train_files(
     threads: Option<usize>,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<PyTokenizer> {
-    let (cfg, pre) = config(
+    let config = Config::new(
         vocab_size,
         algorithm,
         supermerges,
         pattern,
-        script_pattern,
-        scripts,
+        script_pattern.as_deref(),
+        scripts.as_deref(),
         greedy_split,
-    )?;
-    let pool = pool(threads)?;
-    let control = PyControl::new(progress);
-    let result = py.detach(|| {
-        guard(|| {
-            pool.install(|| {
-                let clock = Instant::now();
-                let mut counter =
-                    Counter::new(&pre, cfg.algorithm != Algorithm::Bpe, pool.current_num_threads());
-                crate::input::for_each_batch(&paths, &text_field, BATCH_BYTES, |docs| {
-                    counter.add_batch(docs)?;
-                    control.progress("count", counter.documents(), 0)
-                })?;
-                let n = counter.documents();
-                control.progress("count", n, n)?;
-                let mut stats = vec![("pretokenize_count", clock.elapsed().as_secs_f64())];
-                let model = pipeline::train(counter.finish(), &cfg, &control, &mut stats)?;
-                Ok((model, stats))
-            })
-        })
-    });
-    let (model, stats) = control.finish(result)?;
-    PyTokenizer::from_model(py, model, None, stats)
+    )
+    .map_err(to_py)?;
+    train(
+        py,
+        |_| Box::new(Files { paths, text_field }),
+        config,
+        threads,
+        progress,
+    )
 }
 
 /// Train on a Python iterator of `str` documents, read in batches.
@@ -239,56 +245,29 @@ fn train_iter(
     threads: Option<usize>,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<PyTokenizer> {
-    let (cfg, pre) = config(
+    let config = Config::new(
         vocab_size,
         algorithm,
         supermerges,
         pattern,
-        script_pattern,
-        scripts,
+        script_pattern.as_deref(),
+        scripts.as_deref(),
         greedy_split,
-    )?;
-    let pool = pool(threads)?;
-    let control = PyControl::new(progress);
-    let clock = Instant::now();
-    let mut counter = Counter::new(&pre, cfg.algorithm != Algorithm::Bpe, pool.current_num_threads());
-    let iter = PyIterator::from_object(&documents)?;
-    let mut batch: Vec<String> = Vec::new();
-    let mut bytes = 0usize;
-    let flush = |batch: &mut Vec<String>, counter: &mut Counter| -> PyResult<()> {
-        let r = py.detach(|| {
-            guard(|| {
-                let docs: Vec<&str> = batch.iter().map(String::as_str).collect();
-                pool.install(|| counter.add_batch(&docs))?;
-                control.progress("count", counter.documents(), 0)
+    )
+    .map_err(to_py)?;
+    let iter = PyIterator::from_object(&documents)?.unbind();
+    train(
+        py,
+        |control| {
+            Box::new(PyDocuments {
+                iter,
+                error: &control.error,
             })
-        });
-        batch.clear();
-        control.finish(r)
-    };
-    for item in iter {
-        let item = item?;
-        batch.push(item.extract::<String>()?);
-        bytes += batch.last().map_or(0, |s| s.len());
-        if bytes >= BATCH_BYTES / 4 {
-            flush(&mut batch, &mut counter)?;
-            bytes = 0;
-        }
-    }
-    flush(&mut batch, &mut counter)?;
-    let result = py.detach(|| {
-        guard(|| {
-            pool.install(|| {
-                let n = counter.documents();
-                control.progress("count", n, n)?;
-                let mut stats = vec![("pretokenize_count", clock.elapsed().as_secs_f64())];
-                let model = pipeline::train(counter.finish(), &cfg, &control, &mut stats)?;
-                Ok((model, stats))
-            })
-        })
-    });
-    let (model, stats) = control.finish(result)?;
-    PyTokenizer::from_model(py, model, None, stats)
+        },
+        config,
+        threads,
+        progress,
+    )
 }
 
 // ------------------------------------------------------------------------------------------
