@@ -22,6 +22,9 @@ use crate::train::ngram::{prefix_set, split_one};
 /// Pieces longer than this (in bytes) are merged with a heap instead of a scan.
 const LONG_PIECE: usize = 48;
 
+/// The greedy-split n-gram table and the prefixes of its n-grams.
+type NgramTables = (FxHashSet<Box<[TokenId]>>, FxHashSet<Box<[TokenId]>>);
+
 pub struct Encoder {
     pub pretokenizer: Pretokenizer,
     vocab: Vec<Vec<u8>>,
@@ -36,7 +39,7 @@ pub struct Encoder {
     reachable: Vec<bool>,
     /// reachable tokens by bytes: the shortcut's table (inline keys, see `key.rs`)
     shortcut: KeyMap,
-    ngrams: Option<(FxHashSet<Box<[TokenId]>>, FxHashSet<Box<[TokenId]>>)>,
+    ngrams: Option<NgramTables>,
     /// special tokens by text
     pub special: Vec<(String, TokenId)>,
 }
@@ -381,6 +384,22 @@ pub fn merge_by_rank(
 
 /// What the Python seam needs of an encoder (superword models and tiktoken ranks models).
 pub trait Encode: Sync {
+    /// Token ids of `text`, special tokens read as text.
+    fn encode_ordinary(&self, text: &str) -> Result<Vec<TokenId>>;
+
+    /// The bytes of `ids`; an id that is not a token is an error naming its position.
+    fn decode_bytes(&self, ids: &[i64]) -> Result<Vec<u8>>;
+
+    /// The bytes of a token id that encoding produced.
+    fn token(&self, id: TokenId) -> &[u8];
+
+    /// Token ids of `text`, recognising the special tokens in `allowed`.
+    fn encode(&self, text: &str, allowed: &[String]) -> Result<Vec<TokenId>> {
+        let mut out = Vec::with_capacity(text.len() / 3);
+        self.encode_append(text, allowed, &mut out)?;
+        Ok(out)
+    }
+
     /// Append the ids of `text` to `out`, with the special tokens in `allowed` recognised.
     fn encode_append(&self, text: &str, allowed: &[String], out: &mut Vec<TokenId>) -> Result<()>;
 
@@ -425,6 +444,18 @@ pub trait Encode: Sync {
 }
 
 impl Encode for Encoder {
+    fn encode_ordinary(&self, text: &str) -> Result<Vec<TokenId>> {
+        Encoder::encode_ordinary(self, text)
+    }
+
+    fn decode_bytes(&self, ids: &[i64]) -> Result<Vec<u8>> {
+        Encoder::decode_bytes(self, ids)
+    }
+
+    fn token(&self, id: TokenId) -> &[u8] {
+        &self.vocab[id as usize]
+    }
+
     fn encode_append(&self, text: &str, allowed: &[String], out: &mut Vec<TokenId>) -> Result<()> {
         split_specials(text, &self.special, allowed, |part| match part {
             Part::Text(t) => self.encode_into(t, true, out),

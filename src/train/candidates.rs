@@ -199,10 +199,11 @@ fn cut_source(source: &dyn Source, threshold: u64, n_tokens: usize) -> CutCandid
                 .is_none_or(|&c| c <= threshold)
     };
     // 2. cut every candidate, part by part in parallel, and add the segments up
-    let parts: Vec<(FxHashMap<(Box<[TokenId]>, bool), u64>, Vec<u64>)> = (0..source.parts())
+    type Segments = FxHashMap<(Box<[TokenId]>, bool), u64>;
+    let parts: Vec<(Segments, Vec<u64>)> = (0..source.parts())
         .into_par_iter()
         .map(|part| {
-            let mut segments: FxHashMap<(Box<[TokenId]>, bool), u64> = FxHashMap::default();
+            let mut segments: Segments = FxHashMap::default();
             let mut alone = vec![0u64; n_tokens];
             source.for_each(part, &mut |tokens, count| {
                 let mut start = 0;
