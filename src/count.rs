@@ -40,14 +40,14 @@ struct Table {
 
 impl Table {
     #[inline]
-    fn intern(&mut self, piece: &str) -> u32 {
-        if let Some(&id) = self.ids.get(&Lookup(piece.as_bytes())) {
+    fn intern(&mut self, pretoken: &str) -> u32 {
+        if let Some(&id) = self.ids.get(&Lookup(pretoken.as_bytes())) {
             return id;
         }
         let id = self.counts.len() as u32;
-        self.ids.insert(Key::new(piece), id);
+        self.ids.insert(Key::new(pretoken), id);
         self.counts.push(0);
-        self.has_letter.push(piece.chars().any(|c| bits(c) & L != 0));
+        self.has_letter.push(pretoken.chars().any(|c| bits(c) & L != 0));
         id
     }
 
@@ -59,8 +59,8 @@ impl Table {
         run: &mut Vec<u32>,
     ) -> Result<()> {
         run.clear();
-        pre.for_each(text, |piece| {
-            let id = self.intern(piece);
+        pre.for_each(text, |pretoken| {
+            let id = self.intern(pretoken);
             self.counts[id as usize] += 1;
             self.pretokens += 1;
             if !with_runs {
@@ -179,14 +179,14 @@ impl<'a> Counter<'a> {
         let mut pretokens = 0;
         for t in self.tables {
             let mut remap = vec![0u32; t.counts.len()];
-            for (piece, id) in t.ids {
+            for (key, id) in t.ids {
                 let count = t.counts[id as usize];
-                let global = match index.get(&Lookup(piece.as_bytes())) {
+                let global = match index.get(&Lookup(key.as_bytes())) {
                     Some(&g) => g,
                     None => {
                         let g = words.len() as u32;
-                        index.insert(piece.clone(), g);
-                        words.push((piece.to_boxed_str(), 0));
+                        index.insert(key.clone(), g);
+                        words.push((key.to_boxed_str(), 0));
                         g
                     }
                 };

@@ -1,14 +1,14 @@
 //! The merge loop shared by phase 1 (BPE on words) and phase 2 (supermerges on candidates),
 //! the same procedure as `reference/merging.py` (SPEC 2.3-2.6, 3.4):
 //!
-//! * pair counts: a run of k equal tokens counts ⌊k/2⌋ (SPEC 2.3), see [`count_pairs`];
+//! * pair counts: a repeat of k equal tokens counts ⌊k/2⌋ (SPEC 2.3), see [`count_pairs`];
 //! * selection: the highest count, ties to the smallest (left bytes, right bytes): the order
 //!   of [`PairHeap`] (SPEC 2.4);
 //! * applying: left to right, non-overlapping, only in the sequences that hold the pair (a
 //!   pair -> sequences index), updating counts by difference.
 //!
 //! The heap is lazy.  Within one merge, a pair that does not contain the new token can only
-//! lose occurrences (its positions are untouched, and dropping the first token of a run of k
+//! lose occurrences (its positions are untouched, and dropping the first token of a repeat of k
 //! equal tokens turns ⌊k/2⌋ into ⌊(k-1)/2⌋), so only pairs whose count *grew* get a new
 //! heap entry; an entry popped with a count above the live one is pushed back with the live
 //! count.  Every live pair thus always has an entry whose count is at least its own, and the
@@ -203,7 +203,7 @@ pub struct MergeState {
     /// start and current length of each sequence in `data`
     spans: Vec<(usize, u32)>,
     weights: Vec<u64>,
-    /// per sequence: is it a whole word or candidate (not a piece of one)?  Only a whole
+    /// per sequence: is it a whole word or candidate (not a segment of one)?  Only a whole
     /// sequence that becomes one token sets a merge's flag.
     whole: Vec<bool>,
     shards: Vec<FxHashMap<Pair, PairInfo>>,
@@ -253,10 +253,10 @@ struct GroupChanges {
 /// Apply `pair` -> `merged` to the sequences `indices` (sorted), whose tokens lie in `data`,
 /// a slice of the arena starting at arena offset `base`.
 ///
-/// Pair counts change only near each occurrence: a run of equal tokens counts ⌊k/2⌋
+/// Pair counts change only near each occurrence: a repeat of k equal tokens counts ⌊k/2⌋
 /// whatever surrounds it, and a pair of two different tokens always counts once.  So each
-/// occurrence at `i` gets a window from the start of the run holding `i - 1` to the end of the
-/// run holding `i + 2`: its edges are run boundaries with unchanged tokens, and recounting the
+/// occurrence at `i` gets a window from the start of the repeat holding `i - 1` to the end of the
+/// repeat holding `i + 2`: its edges are repeat boundaries with unchanged tokens, and recounting the
 /// window before and after the merge gives the exact change.  Long candidates in phase 2 then
 /// cost per occurrence, not per token.
 #[allow(clippy::too_many_arguments)]

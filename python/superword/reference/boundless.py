@@ -4,6 +4,17 @@ The word model's merges are replayed in order, each with the count it had when p
 it.  At every step the best supermerge of the candidates competes with the next regular merge:
 it wins only with a strictly higher count.  The result uses a prefix of the regular merges and
 interleaves superword tokens with regular ones in the vocabulary.
+
+Cutting the candidates (what the Rust core does first, and why this reference need not).  A
+supermerge wins only with a count above the next regular merge's, and no regular merge counts
+less than the last one, T.  Where two different neighbouring tokens A, B meet with a pair count
+of at most T over all candidates, any pair that would ever straddle that spot (a token ending
+in A, one starting with B) occurs at most as often as A B, so it can never win while regular
+merges remain, and they remain until the vocabulary is full (the target is the word model's
+size).  The core therefore cuts the candidates at such spots into shorter, shared segments,
+remembering which segment is a whole candidate (for the merge flag) and counting one-token
+segments for SPEC 8 ``count``; the result is the same, which the golden and parity tests check.
+Here the candidates stay whole: the same choices, only slower.
 """
 from __future__ import annotations
 
