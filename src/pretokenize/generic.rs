@@ -17,7 +17,8 @@ use thread_local::ThreadLocal;
 
 pub struct Generic {
     pattern: String,
-    per_thread: ThreadLocal<fancy_regex::Regex>,
+    /// boxed: the table of threads is about 500 bytes, and `Matcher` holds a `Generic`
+    per_thread: Box<ThreadLocal<fancy_regex::Regex>>,
 }
 
 fn compile(pattern: &str, what: &str) -> Result<fancy_regex::Regex> {
@@ -27,7 +28,7 @@ fn compile(pattern: &str, what: &str) -> Result<fancy_regex::Regex> {
 
 impl Generic {
     pub fn new(pattern: &str, what: &str) -> Result<Generic> {
-        let per_thread = ThreadLocal::new();
+        let per_thread = Box::new(ThreadLocal::new());
         // compiled here once so that a bad pattern fails at construction, in the caller's thread
         let _ = per_thread.get_or_try(|| compile(pattern, what))?;
         Ok(Generic {
