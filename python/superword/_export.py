@@ -1,0 +1,386 @@
+"""Converters between superword models and other libraries' formats.
+
+* Hugging Face ``tokenizer.json`` (+ ``tokenizer_config.json``, ``special_tokens_map.json``):
+  :func:`save_hf` writes one, :func:`load_hf` reads a byte-level BPE one.
+* tiktoken ranks for superword models: :func:`tiktoken_ranks_text`.
+* :func:`agreement`: how often another library's ids equal ours on sample documents.
+
+How a model maps onto stock byte-level BPE
+------------------------------------------
+Ids are ours, unchanged: the 243 byte tokens keep ids 0..242 (SPEC 2.2), every other token its
+id, special tokens theirs.  The 13 byte values that never occur in UTF-8 (``0xC0``, ``0xC1``,
+``0xF5..0xFF``) get no entry: stock BPE never meets them, because its input is a ``str``.
+Tokens are written with the GPT-2 byte-to-unicode map, as in our model files (SPEC 8).  The
+merges list is the regular merges in index order, then (superword models) the supermerges in
+index order, so every supermerge ranks after every regular merge.
+
+Pre-tokenization is a ``Split`` with a regex (Oniguruma, the dialect of ``tokenizers``) followed
+by ``ByteLevel`` with ``use_regex=False``:
+
+* simple mode: the model's own pattern, unchanged.  Stock BPE then gives our ids exactly: it
+  merges each pretoken by lowest merge rank, which is SPEC 7.3 (the shortcut only skips work).
+* script-aware mode: a regex cannot see script runs (SPEC 1.2), so we use the closest single
+  pattern: letters of the configured scripts are one pretoken each (with an optional leading
+  space and their marks), and the word alternatives of the main pattern take every other
+  letter.  It differs from script runs where letters of two non-configured scripts touch
+  (``"Helloмир"`` is one pretoken here, two in superword), and where a letter that belongs to
+  no script (Common, e.g. the Japanese prolonged sound mark ``ー``) or a lone mark stands inside
+  a run of a configured script.
+* superword models: consecutive word pretokens (the only ones a supermerge can join, SPEC 3)
+  are matched together as one coarse pretoken, so that stock BPE can apply the supermerges.
+  Stock BPE then departs from SPEC 7.4 in known ways: a regular merge can join the last letter
+  of one word to the first of the next when no space separates them, and a supermerge can take
+  part of a word that did not become a single token.  :func:`agreement` measures it.
+"""
+from __future__ import annotations
+
+import base64
+import contextlib
+import io
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from typing import Any
+
+from .reference import model as _model
+from .reference.pretokenize import GPT4O, SCRIPT_SPECIFIC_GPT4O
+from .reference.tokens import CHAR_TO_BYTE, render
+
+#: The files :func:`save_hf` writes.
+HF_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
+
+#: The regex of ``tokenizers``' ``ByteLevel(use_regex=True)`` pre-tokenizer (GPT-2's pattern).
+GPT2_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+
+_WORD_ALTERNATIVES = 2  # GPT4O begins with two word alternatives (SPEC 1.1)
+
+
+# -- reading our model ------------------------------------------------------------------------
+
+def model_of(tok: Any) -> _model.Model:
+    """The plain data of a superword model (parsed from its model text)."""
+    try:
+        text = tok.model_text()
+    except (ValueError, NotImplementedError) as exc:
+        raise ValueError(f"this tokenizer cannot be exported: {exc}") from None
+    return _model._read(_model._Lines(io.StringIO(text), "<model>"))
+
+
+# -- pre-tokenization patterns ------------------------------------------------------------------
+
+def _split_alternatives(pattern: str) -> list[str]:
+    """The top-level ``|`` alternatives of ``pattern`` (no ``|`` inside groups or classes)."""
+    parts, depth, in_class, start, i = [], 0, False, 0, 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+            if pattern[i + 1:i + 2] == "^":
+                i += 1
+            if pattern[i + 1:i + 2] == "]":
+                i += 1
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "|" and depth == 0:
+            parts.append(pattern[start:i])
+            start = i + 1
+        i += 1
+    parts.append(pattern[start:])
+    return parts
+
+
+def _script_letters(scripts: list[str]) -> str:
+    return "".join(rf"\p{{{s}}}" for s in scripts)
+
+
+def hf_pattern(settings: _model.Settings, coarse: bool) -> str:
+    """The ``Split`` regex standing for the model's pre-tokenization (see the module notes).
+
+    ``coarse=True`` (superword models) joins consecutive word pretokens into one.
+    >>> s = _model.Settings(GPT4O, None, None, r"\\p{L}")
+    >>> hf_pattern(s, coarse=False) == GPT4O
+    True
+    """
+    main = settings.main_regex
+    scripts = settings.script_specific_scripts
+    script_aware = settings.script_specific_regex is not None
+    if script_aware and (main != GPT4O or settings.script_specific_regex != SCRIPT_SPECIFIC_GPT4O):
+        raise ValueError("only the built-in GPT-4o patterns can be exported with script-aware "
+                         "pre-tokenization (this model has its own patterns)")
+    if not script_aware and not coarse:
+        return main
+    if main != GPT4O:
+        raise ValueError("a superword model is exported with a coarse pattern built from the "
+                         "GPT-4o pattern; this model has its own pattern")
+    alternatives = _split_alternatives(GPT4O)
+    words, rest = alternatives[:_WORD_ALTERNATIVES], alternatives[_WORD_ALTERNATIVES:]
+    if script_aware:
+        letters = _script_letters(scripts or [])
+        # word letters: every class minus the configured scripts' letters
+        words = [w.replace(r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]", rf"[\p{{Lu}}\p{{Lt}}\p{{Lm}}\p{{Lo}}\p{{M}}&&[^{letters}]]")
+                  .replace(r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]", rf"[\p{{Ll}}\p{{Lm}}\p{{Lo}}\p{{M}}&&[^{letters}]]")
+                 for w in words]
+        words = [rf" ?[{letters}]\p{{M}}*", *words]
+    if coarse:
+        words = ["(?:" + "|".join(words) + ")+"]
+    return "|".join([*words, *rest])
+
+
+# -- writing tokenizer.json -------------------------------------------------------------------
+
+def _check_specials(model: _model.Model) -> None:
+    keys = {render(t): i for i, t in enumerate(model.vocab)}
+    for s, i in model.special_tokens.items():
+        if s in keys:
+            raise ValueError(f"special token {s!r} (id {i}) collides with vocabulary token {keys[s]} "
+                             f"(the same string in tokenizer.json); it cannot be exported")
+        if i < len(model.vocab):
+            raise ValueError(f"special token {s!r} has id {i}, which is the vocabulary token "
+                             f"{render(model.vocab[i])!r}")
+
+
+def hf_json(model: _model.Model) -> dict[str, Any]:
+    """The ``tokenizer.json`` of a model, as a dict."""
+    _check_specials(model)
+    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False,
+                  "use_regex": False}
+    pattern = hf_pattern(model.settings, coarse=model.kind != "word")
+    merges = [f"{render(m.left)} {render(m.right)}" for m in [*model.merges, *model.supermerges]]
+    return {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": [{"id": i, "content": s, "single_word": False, "lstrip": False,
+                          "rstrip": False, "normalized": False, "special": True}
+                         for s, i in sorted(model.special_tokens.items(), key=lambda kv: kv[1])],
+        "normalizer": None,
+        "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+            {"type": "Split", "pattern": {"Regex": pattern}, "behavior": "Isolated", "invert": False},
+            byte_level]},
+        "post_processor": byte_level,
+        "decoder": byte_level,
+        "model": {"type": "BPE", "dropout": None, "unk_token": None,
+                  "continuing_subword_prefix": None, "end_of_word_suffix": None, "fuse_unk": False,
+                  "byte_fallback": False, "ignore_merges": False,
+                  "vocab": {render(t): i for i, t in enumerate(model.vocab)}, "merges": merges},
+    }
+
+
+def _roles(special: dict[str, int], roles: dict[str, str | None]) -> dict[str, str]:
+    """bos / eos / pad / unk token names, checked against the registered specials."""
+    out = {}
+    for role, token in roles.items():
+        if token is None:
+            continue
+        if token not in special:
+            raise ValueError(f"{role}={token!r} is not a registered special token "
+                             f"(registered: {sorted(special)}); call register_special_tokens first")
+        out[role] = token
+    return out
+
+
+def save_hf(tok: Any, directory: str | os.PathLike[str], overwrite: bool = False,
+            roles: dict[str, str | None] | None = None, model_max_length: int | None = None) -> None:
+    """Write the three files into ``directory`` (created if needed).
+
+    A directory holding other files is refused unless ``overwrite=True`` (then the three files
+    are replaced; nothing else is touched).  All files are written to a temporary directory
+    first and renamed into place."""
+    model = model_of(tok)
+    if model.ngrams is not None:
+        raise ValueError("a model loaded with greedy_split=True encodes with its n-gram table, "
+                         "which Hugging Face BPE cannot apply; load it with greedy_split=False")
+    directory = os.fspath(directory)
+    if os.path.exists(directory):
+        if not os.path.isdir(directory):
+            raise ValueError(f"{directory} exists and is not a directory")
+        if os.listdir(directory) and not overwrite:
+            raise ValueError(f"{directory} is not empty ({len(os.listdir(directory))} entries); pass "
+                             f"overwrite=True to replace its tokenizer files")
+    named = _roles(model.special_tokens, roles or {})
+    texts = {
+        "tokenizer.json": json.dumps(hf_json(model), ensure_ascii=False, indent=1),
+        "tokenizer_config.json": json.dumps(_config(model, named, model_max_length), ensure_ascii=False, indent=1),
+        "special_tokens_map.json": json.dumps(named, ensure_ascii=False, indent=1),
+    }
+    os.makedirs(directory, exist_ok=True)
+    staging = tempfile.mkdtemp(prefix=".superword-", dir=directory)
+    try:
+        for name, text in texts.items():
+            with open(os.path.join(staging, name), "w", encoding="utf-8", newline="\n") as f:
+                f.write(text + "\n")
+        for name in texts:
+            os.replace(os.path.join(staging, name), os.path.join(directory, name))
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _config(model: _model.Model, named: dict[str, str], model_max_length: int | None) -> dict[str, Any]:
+    config: dict[str, Any] = {
+        "tokenizer_class": "PreTrainedTokenizerFast",
+        "clean_up_tokenization_spaces": False,
+        "added_tokens_decoder": {str(i): {"content": s, "lstrip": False, "normalized": False,
+                                          "rstrip": False, "single_word": False, "special": True}
+                                 for s, i in sorted(model.special_tokens.items(), key=lambda kv: kv[1])},
+    }
+    if model_max_length is not None:
+        config["model_max_length"] = model_max_length
+    config.update(named)
+    return config
+
+
+# -- tiktoken ---------------------------------------------------------------------------------
+
+def tiktoken_ranks_text(model: _model.Model) -> str:
+    """``.tiktoken`` ranks (rank = our id) of any model."""
+    return "".join(f"{base64.b64encode(t).decode('ascii')} {i}\n" for i, t in enumerate(model.vocab))
+
+
+def tiktoken_pattern(model: _model.Model) -> str:
+    """The pattern to give ``tiktoken.Encoding`` with :func:`tiktoken_ranks_text`'s ranks:
+    the model's own in simple mode, else the closest single pattern (see the module notes).
+    tiktoken's regex engine (``fancy-regex``) reads the same syntax as ``tokenizers``."""
+    return hf_pattern(model.settings, coarse=model.kind != "word")
+
+
+# -- agreement --------------------------------------------------------------------------------
+
+def agreement(ours: list[list[int]], theirs: list[list[int]]) -> dict[str, float]:
+    """Share of documents with identical ids, and the relative token-count difference
+    (theirs minus ours, over ours).
+
+    >>> agreement([[1, 2], [3]], [[1, 2], [4, 5]])
+    {'documents': 2, 'identical': 0.5, 'tokens': 3, 'token_difference': 0.3333333333333333}
+    """
+    if len(ours) != len(theirs):
+        raise ValueError("agreement needs the same number of documents on both sides")
+    same = sum(a == b for a, b in zip(ours, theirs))
+    n_ours = sum(map(len, ours))
+    n_theirs = sum(map(len, theirs))
+    return {"documents": len(ours), "identical": same / len(ours) if ours else 1.0,
+            "tokens": n_ours, "token_difference": (n_theirs - n_ours) / n_ours if n_ours else 0.0}
+
+
+# -- reading tokenizer.json -------------------------------------------------------------------
+
+def _hf_pretokenizer_pattern(pre: Any, name: str) -> str:
+    """The findall pattern equal to a byte-level ``pre_tokenizer`` section."""
+    if not isinstance(pre, dict):
+        raise ValueError(f"{name}: a byte-level BPE needs a ByteLevel pre_tokenizer (found {pre!r})")
+    if pre.get("type") == "ByteLevel":
+        if pre.get("add_prefix_space"):
+            raise ValueError(f"{name}: ByteLevel with add_prefix_space=true is not supported "
+                             f"(it changes the text before encoding)")
+        if not pre.get("use_regex", True):
+            raise ValueError(f"{name}: ByteLevel without a regex splits nothing; not supported")
+        return GPT2_PATTERN
+    if pre.get("type") == "Sequence":
+        parts = pre.get("pretokenizers") or []
+        if (len(parts) == 2 and parts[0].get("type") == "Split" and parts[1].get("type") == "ByteLevel"
+                and not parts[1].get("use_regex", True) and not parts[1].get("add_prefix_space")
+                and parts[0].get("behavior") == "Isolated" and not parts[0].get("invert")
+                and "Regex" in (parts[0].get("pattern") or {})):
+            return str(parts[0]["pattern"]["Regex"])
+    raise ValueError(f"{name}: unsupported pre_tokenizer {json.dumps(pre)[:200]}; superword reads "
+                     f"ByteLevel (GPT-2) or Sequence[Split(Regex, Isolated), ByteLevel(use_regex=false)] "
+                     f"(Llama-3 style)")
+
+
+def _parse_hf(path: str) -> tuple[dict[bytes, int], list[tuple[bytes, bytes]], dict[str, int], str]:
+    name = os.path.basename(path)
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{name} is not valid JSON (truncated?): {exc}") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{name} is not UTF-8 text") from None
+    if not isinstance(data, dict) or not isinstance(data.get("model"), dict):
+        raise ValueError(f"{name}: no 'model' section; not a tokenizers tokenizer.json")
+    model = data["model"]
+    kind = model.get("type")
+    if kind != "BPE":
+        raise ValueError(f"{name}: model type {kind!r} cannot be represented by superword; "
+                         f"only byte-level BPE (GPT-2 / Llama-3 style) is supported")
+    if data.get("normalizer") is not None:
+        raise ValueError(f"{name}: a normalizer changes the text before BPE; not supported")
+    for key in ("continuing_subword_prefix", "end_of_word_suffix", "dropout"):
+        if model.get(key):
+            raise ValueError(f"{name}: BPE option {key}={model[key]!r} is not supported")
+    decoder = data.get("decoder") or {}
+    if decoder.get("type") != "ByteLevel":
+        raise ValueError(f"{name}: not a byte-level BPE (decoder {decoder.get('type')!r}, expected ByteLevel)")
+    pattern = _hf_pretokenizer_pattern(data.get("pre_tokenizer"), name)
+
+    def parse(token: str) -> bytes:
+        try:
+            return bytes(CHAR_TO_BYTE[c] for c in token)
+        except KeyError:
+            raise ValueError(f"{name}: token {token!r} is not in the byte-level alphabet") from None
+
+    vocab_section = model.get("vocab")
+    if not isinstance(vocab_section, dict):
+        raise ValueError(f"{name}: the BPE model has no vocab")
+    vocab = {parse(t): i for t, i in vocab_section.items()}
+    merges = []
+    for n, m in enumerate(model.get("merges") or []):
+        pair = m.split(" ") if isinstance(m, str) else m
+        if not isinstance(pair, list) or len(pair) != 2:
+            raise ValueError(f"{name}: merge {n} is not a pair: {m!r}")
+        merges.append((parse(pair[0]), parse(pair[1])))
+    special = {t["content"]: int(t["id"]) for t in data.get("added_tokens") or []}
+    return vocab, merges, special, pattern
+
+
+def load_hf(path: str) -> tuple[str, str, dict[str, int]]:
+    """Check a byte-level BPE ``tokenizer.json`` and return ``(tiktoken ranks text, pattern,
+    special tokens)``: the model as a rank-based BPE.
+
+    Stock BPE merges the pair with the lowest *merge* rank; a ranks model joins the two parts
+    whose *concatenation* has the lowest rank.  The two agree when merge ``k`` makes the token
+    of the ``k``-th smallest id among merged tokens and no two tokens share a merge result,
+    which is what ``tokenizers``' trainer (and GPT-2, Llama-3) produce; other files are refused.
+    """
+    vocab, merges, special, pattern = _parse_hf(path)
+    name = os.path.basename(path)
+    made = []
+    for n, (a, b) in enumerate(merges):
+        if a not in vocab or b not in vocab or a + b not in vocab:
+            raise ValueError(f"{name}: merge {n} ({render(a)} {render(b)}) uses or makes a token "
+                             f"that is not in the vocab")
+        made.append(vocab[a + b])
+    if made != sorted(made) or len(set(made)) != len(made):
+        raise ValueError(f"{name}: the merges do not create tokens in increasing id order; such a "
+                         f"BPE cannot be represented as ranks exactly")
+    single = [t for t in vocab if len(t) > 1 and vocab[t] not in set(made)]
+    if single:
+        raise ValueError(f"{name}: {len(single)} multi-byte tokens (e.g. {render(single[0])!r}) are "
+                         f"made by no merge; not supported")
+    ids = {i for i in vocab.values()}
+    for s, i in special.items():
+        if i in ids and vocab.get(s.encode("utf-8")) != i:
+            raise ValueError(f"{name}: special token {s!r} has id {i}, which a vocab token uses")
+    special_ids = set(special.values())
+    text = "".join(f"{base64.b64encode(t).decode('ascii')} {i}\n" for t, i in vocab.items()
+                   if i not in special_ids)
+    return text, pattern, special
+
+
+@contextlib.contextmanager
+def temporary_file(text: str, suffix: str) -> Iterator[str]:
+    fd, path = tempfile.mkstemp(suffix=suffix)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        yield path
+    finally:
+        os.unlink(path)
