@@ -129,7 +129,7 @@ def hf_pattern(settings: _model.Settings, coarse: bool) -> str:
         words = [w.replace(r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]", rf"[\p{{Lu}}\p{{Lt}}\p{{Lm}}\p{{Lo}}\p{{M}}&&[^{letters}]]")
                   .replace(r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]", rf"[\p{{Ll}}\p{{Lm}}\p{{Lo}}\p{{M}}&&[^{letters}]]")
                  for w in words]
-        words = [rf" ?[{letters}]\p{{M}}*", *words]
+        words = [rf" ?[\p{{L}}&&[{letters}]]\p{{M}}*", *words]
     if coarse:
         words = ["(?:" + "|".join(words) + ")+"]
     return "|".join([*words, *rest])
@@ -361,7 +361,8 @@ def load_hf(path: str) -> tuple[str, str, dict[str, int]]:
     if made != sorted(made) or len(set(made)) != len(made):
         raise ValueError(f"{name}: the merges do not create tokens in increasing id order; such a "
                          f"BPE cannot be represented as ranks exactly")
-    single = [t for t in vocab if len(t) > 1 and vocab[t] not in set(made)]
+    made_ids, special_ids = set(made), set(special.values())
+    single = [t for t, i in vocab.items() if len(t) > 1 and i not in made_ids and i not in special_ids]
     if single:
         raise ValueError(f"{name}: {len(single)} multi-byte tokens (e.g. {render(single[0])!r}) are "
                          f"made by no merge; not supported")
@@ -369,7 +370,6 @@ def load_hf(path: str) -> tuple[str, str, dict[str, int]]:
     for s, i in special.items():
         if i in ids and vocab.get(s.encode("utf-8")) != i:
             raise ValueError(f"{name}: special token {s!r} has id {i}, which a vocab token uses")
-    special_ids = set(special.values())
     text = "".join(f"{base64.b64encode(t).decode('ascii')} {i}\n" for t, i in vocab.items()
                    if i not in special_ids)
     return text, pattern, special
@@ -384,3 +384,8 @@ def temporary_file(text: str, suffix: str) -> Iterator[str]:
         yield path
     finally:
         os.unlink(path)
+
+
+def write_atomic(path: str, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and a rename."""
+    _model.write_text_atomic(path, text)
