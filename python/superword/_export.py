@@ -45,6 +45,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from .reference import model as _model
+from .reference.merging import Merge
 from .reference.pretokenize import GPT4O, SCRIPT_SPECIFIC_GPT4O
 from .reference.tokens import CHAR_TO_BYTE, render
 
@@ -389,3 +390,59 @@ def temporary_file(text: str, suffix: str) -> Iterator[str]:
 def write_atomic(path: str, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file and a rename."""
     _model.write_text_atomic(path, text)
+
+
+# -- minbpe -----------------------------------------------------------------------------------
+#
+# minbpe has 256 byte tokens (id = byte value) and merge i makes id 256 + i; superword has 243
+# byte tokens (SPEC 2.2) and a merge whose bytes are already a token adds no id (SPEC 2.6).  Both
+# encode a chunk the same way (the adjacent pair of smallest merge index, all its occurrences,
+# left to right), so a word model in simple mode and a minbpe model with the same merges cut
+# every text into the same tokens; only the ids are numbered differently.  Two merges with the
+# same bytes (e.g. (ab, c) and (a, bc)) make one token in superword but two in minbpe, where
+# later merges can only use one of them: such models are refused both ways.
+
+#: minbpe's BasicTokenizer has no pattern: the whole text is one chunk.
+WHOLE_TEXT_PATTERN = r"[\s\S]+"
+
+
+def minbpe_from_model(model: _model.Model) -> tuple[dict[tuple[int, int], int], str]:
+    """minbpe ``merges`` and ``pattern`` equal to a word model in simple mode."""
+    if model.kind != "word" or model.settings.script_specific_regex is not None:
+        raise ValueError("only plain BPE models with simple pre-tokenization (algorithm='bpe', "
+                         "script_aware=False) have a minbpe equivalent: minbpe has no supermerges "
+                         "and no script runs")
+    ids = {bytes([b]): b for b in range(256)}
+    merges = {}
+    for n, m in enumerate(model.merges):
+        made = m.left + m.right
+        if made in ids:
+            raise ValueError(f"merge {n} ({render(m.left)} {render(m.right)}) makes a token that an "
+                             f"earlier merge made; minbpe would give it a second id")
+        merges[(ids[m.left], ids[m.right])] = ids[made] = 256 + n
+    return merges, model.settings.main_regex
+
+
+def model_from_minbpe(merges: dict[tuple[int, int], int], pattern: str) -> _model.Model:
+    """The superword word model equal to minbpe ``merges`` (minbpe's id order) and ``pattern``."""
+    from .reference.tokens import BYTE_TOKENS
+    vocab = {i: bytes([i]) for i in range(256)}
+    out = []
+    known = set(BYTE_TOKENS)
+    for (a, b), idx in sorted(merges.items(), key=lambda kv: kv[1]):
+        if a not in vocab or b not in vocab:
+            raise ValueError(f"minbpe merge ({a}, {b}) -> {idx} uses an id that no earlier merge made")
+        left, right = vocab[a], vocab[b]
+        for raw in (left, right):
+            if len(raw) == 1 and raw not in known:
+                raise ValueError(f"minbpe merge ({a}, {b}) uses byte 0x{raw[0]:02X}, which never occurs "
+                                 f"in UTF-8 text and has no superword token")
+        vocab[idx] = left + right
+        if vocab[idx] in known:
+            raise ValueError(f"minbpe merge ({a}, {b}) -> {idx} makes bytes {vocab[idx]!r} that another "
+                             f"token already has; superword would merge them into one token")
+        known.add(vocab[idx])
+        out.append(Merge(left, right, 0, False))
+    tokens = [*BYTE_TOKENS, *(m.left + m.right for m in out)]
+    settings = _model.Settings(pattern or WHOLE_TEXT_PATTERN, None, None, r"\p{L}")
+    return _model.Model("word", settings, tokens, [0] * len(tokens), [False] * len(tokens), out)
