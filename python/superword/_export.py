@@ -206,7 +206,7 @@ def save_hf(tok: Any, directory: str | os.PathLike[str], overwrite: bool = False
             raise ValueError(f"{directory} exists and is not a directory")
         if os.listdir(directory) and not overwrite:
             raise ValueError(f"{directory} is not empty ({len(os.listdir(directory))} entries); pass "
-                             f"overwrite=True to replace its tokenizer files")
+                             f"overwrite=True (--overwrite) to replace its tokenizer files")
     named = _roles(model.special_tokens, roles or {})
     texts = {
         "tokenizer.json": json.dumps(hf_json(model), ensure_ascii=False, indent=1),
@@ -446,3 +446,29 @@ def model_from_minbpe(merges: dict[tuple[int, int], int], pattern: str) -> _mode
     tokens = [*BYTE_TOKENS, *(m.left + m.right for m in out)]
     settings = _model.Settings(pattern or WHOLE_TEXT_PATTERN, None, None, r"\p{L}")
     return _model.Model("word", settings, tokens, [0] * len(tokens), [False] * len(tokens), out)
+
+
+# -- measured agreement -------------------------------------------------------------------------
+
+def hf_agreement(tok: Any, directory: str, texts: list[str]) -> dict[str, float]:
+    """:func:`agreement` of ``tokenizers`` loading ``directory/tokenizer.json`` with ``tok``."""
+    try:
+        from tokenizers import Tokenizer as HFTokenizer
+    except ImportError:
+        raise ImportError("measuring the export needs tokenizers: pip install superword[hf]") from None
+    hf = HFTokenizer.from_file(os.path.join(directory, "tokenizer.json"))
+    theirs = [e.ids for e in hf.encode_batch_fast(texts, add_special_tokens=False)]
+    return agreement(tok.encode_batch(texts, allowed_special="none"), theirs)
+
+
+def tiktoken_agreement(tok: Any, path: str, pattern: str, texts: list[str]) -> dict[str, float]:
+    """:func:`agreement` of ``tiktoken`` with the ranks at ``path`` and ``pattern``."""
+    try:
+        import tiktoken
+        from tiktoken.load import load_tiktoken_bpe
+    except ImportError:
+        raise ImportError("measuring the export needs tiktoken: pip install tiktoken") from None
+    enc = tiktoken.Encoding(name="superword-export", pat_str=pattern,
+                            mergeable_ranks=load_tiktoken_bpe(path), special_tokens={})
+    return agreement(tok.encode_batch(texts, allowed_special="none"),
+                     enc.encode_ordinary_batch(texts))

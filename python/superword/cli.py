@@ -2,6 +2,7 @@
 
     superword train [INPUTS ...] --vocab-size N [--algorithm boundless] -o OUT.model
     superword encode MODEL TEXT
+    superword export MODEL --to hf|tiktoken|minbpe OUT [--sample FILE ...]
 
 With no INPUTS, ``train`` uses a corpus every Python installation has: the ``.py`` sources
 of the running interpreter's standard library, one document per file.
@@ -45,7 +46,53 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("model")
     e.add_argument("text", help="the text to encode ('-' reads standard input)")
     e.add_argument("--backend", choices=list(_api.BACKENDS), default=None)
+    _export_parser(sub)
     return parser
+
+
+def _export_parser(sub: argparse._SubParsersAction) -> None:
+    x = sub.add_parser("export", help="write a model for transformers/tokenizers, tiktoken or minbpe")
+    x.add_argument("model")
+    x.add_argument("--to", required=True, choices=["hf", "tiktoken", "minbpe"],
+                   help="hf: a directory with tokenizer.json; tiktoken: a .tiktoken ranks file; "
+                        "minbpe: a file prefix (PREFIX.model, PREFIX.vocab)")
+    x.add_argument("output", metavar="OUT")
+    x.add_argument("--overwrite", action="store_true", help="hf: replace the files in a non-empty directory")
+    for role in ("bos", "eos", "pad", "unk"):
+        x.add_argument(f"--{role}-token", metavar="TOKEN", help=f"hf: the {role} token (a registered special token)")
+    x.add_argument("--sample", nargs="*", default=[], metavar="FILE",
+                   help="hf / tiktoken: measure on these .txt / .jsonl files how often the "
+                        "exported tokenizer gives superword's ids")
+    x.add_argument("--sample-lines", type=int, default=2000, metavar="N",
+                   help="documents read from each sample file (default 2000)")
+
+
+def _export(args: argparse.Namespace) -> None:
+    import itertools
+
+    from . import _export as ex
+    from . import minbpe
+    tok = _api.Tokenizer.load(args.model)
+    if args.to == "hf":
+        tok.save_hf(args.output, overwrite=args.overwrite, bos_token=args.bos_token,
+                    eos_token=args.eos_token, pad_token=args.pad_token, unk_token=args.unk_token)
+        print(f"wrote {args.output}/: " + ", ".join(ex.HF_FILES))
+    elif args.to == "tiktoken":
+        pattern = tok.save_tiktoken(args.output)
+        print(f"wrote {args.output}; give tiktoken.Encoding this pat_str:\n{pattern}")
+    else:
+        minbpe.from_superword(tok).save(args.output)
+        print(f"wrote {args.output}.model and {args.output}.vocab")
+        return
+    for path in args.sample:
+        _inputs.resolve_inputs([path])
+        texts = list(itertools.islice(_inputs.documents_of([path], None, "text"), args.sample_lines))
+        if args.to == "hf":
+            a = ex.hf_agreement(tok, args.output, texts)
+        else:
+            a = ex.tiktoken_agreement(tok, args.output, pattern, texts)
+        print(f"{path}: {a['documents']:,} documents, {a['identical']:.2%} with identical ids, "
+              f"token count {a['token_difference']:+.3%} ({a['tokens']:,} superword tokens)")
 
 
 class _Progress:
@@ -117,7 +164,7 @@ def _encode(args: argparse.Namespace) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        {"train": _train, "encode": _encode}[args.command](args)
+        {"train": _train, "encode": _encode, "export": _export}[args.command](args)
     except (ValueError, TypeError, OSError, NotImplementedError) as exc:
         print(f"superword: error: {exc}", file=sys.stderr)
         return 2
