@@ -28,9 +28,11 @@ by ``ByteLevel`` with ``use_regex=False``:
   a run of a configured script.
 * superword models: consecutive word pretokens (the only ones a supermerge can join, SPEC 3)
   are matched together as one coarse pretoken, so that stock BPE can apply the supermerges.
-  Stock BPE then departs from SPEC 7.4 in known ways: a regular merge can join the last letter
-  of one word to the first of the next when no space separates them, and a supermerge can take
-  part of a word that did not become a single token.  :func:`agreement` measures it.
+  Stock BPE then departs from SPEC 7.4: it applies a supermerge to part of a word that did not
+  become a single token (``" of theater"`` can start with the superword ``" of the"``), and it
+  could apply a regular merge over the seam of two pretokens that touch without a space (the
+  GPT-4o pattern makes such seams only where no regular merge can straddle them, e.g. a
+  lowercase letter followed by an uppercase one).  :func:`agreement` measures the difference.
 """
 from __future__ import annotations
 

@@ -135,10 +135,11 @@ class SuperwordTokenizer(PreTrainedTokenizer):  # type: ignore[misc]
                                    (second if batched else second[0]) if second is not None else None,
                                    **kwargs)
         if want_offsets:
-            self._add_offsets(out, texts, ids, batched)
+            self._add_offsets(out, texts, ids, batched, kwargs.get("add_special_tokens", True))
         return out
 
-    def _add_offsets(self, out: Any, texts: list[str], ids: list[list[int]], batched: bool) -> None:
+    def _add_offsets(self, out: Any, texts: list[str], ids: list[list[int]], batched: bool,
+                     with_specials: bool) -> None:
         """(start, end) character offsets per position; (0, 0) for special and padding
         positions.  A token that ends or starts inside a character covers that character."""
         rows_ids = out["input_ids"] if batched else [out["input_ids"]]
@@ -148,9 +149,9 @@ class SuperwordTokenizer(PreTrainedTokenizer):  # type: ignore[misc]
         for text, seq, row, mask in zip(texts, ids, rows_ids, rows_mask):
             spans = self._spans(text, seq)
             live = [k for k, m in enumerate(list(mask)) if m]
-            if self.add_bos_token and self.bos_token_id is not None:
+            if with_specials and self.add_bos_token and self.bos_token_id is not None:
                 live = live[1:]
-            if self.add_eos_token and self.eos_token_id is not None:
+            if with_specials and self.add_eos_token and self.eos_token_id is not None:
                 live = live[:-1]
             start = 0 if self.truncation_side == "right" else len(spans) - len(live)
             offsets = [(0, 0)] * len(list(row))
