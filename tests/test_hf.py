@@ -8,9 +8,8 @@ import json
 import os
 
 import pytest
-from helpers import DATA, GOLDEN, need, read_jsonl_texts, read_lines
-
 import superword
+from helpers import DATA, GOLDEN, need, read_jsonl_texts, read_lines
 from superword import _export
 
 os.environ["HF_HUB_OFFLINE"] = "1"
@@ -280,7 +279,7 @@ LLAMA3_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{
 
 def trained_hf_bpe(style, path):
     """A byte-level BPE trained by tokenizers' own trainer (GPT-2 or Llama-3 pre-tokenizer)."""
-    from tokenizers import Regex, decoders, models, pre_tokenizers, trainers
+    from tokenizers import Regex, decoders, models, pre_tokenizers
     hf = tokenizers.Tokenizer(models.BPE())
     if style == "gpt2":
         hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)

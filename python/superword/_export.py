@@ -128,9 +128,9 @@ def hf_pattern(settings: _model.Settings, coarse: bool) -> str:
     words, rest = alternatives[:_WORD_ALTERNATIVES], alternatives[_WORD_ALTERNATIVES:]
     if script_aware:
         letters = _script_letters(scripts or [])
-        # word letters: every class minus the configured scripts' letters
-        words = [w.replace(r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]", rf"[\p{{Lu}}\p{{Lt}}\p{{Lm}}\p{{Lo}}\p{{M}}&&[^{letters}]]")
-                  .replace(r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]", rf"[\p{{Ll}}\p{{Lm}}\p{{Lo}}\p{{M}}&&[^{letters}]]")
+        # word letters: each class minus the configured scripts' letters
+        upper, lower = r"\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}", r"\p{Ll}\p{Lm}\p{Lo}\p{M}"
+        words = [w.replace(f"[{upper}]", f"[{upper}&&[^{letters}]]").replace(f"[{lower}]", f"[{lower}&&[^{letters}]]")
                  for w in words]
         words = [rf" ?[\p{{L}}&&[{letters}]]\p{{M}}*", *words]
     if coarse:

@@ -24,6 +24,7 @@ import os
 from typing import Any
 
 from transformers import PreTrainedTokenizer
+from transformers.tokenization_utils_base import PaddingStrategy, TruncationStrategy
 
 from ._api import Tokenizer
 from .reference.tokens import CHAR_TO_BYTE, render
@@ -32,7 +33,7 @@ MODEL_FILE = "superword.model"
 _ROLES = ("bos_token", "eos_token", "pad_token", "unk_token")
 
 
-class SuperwordTokenizer(PreTrainedTokenizer):  # type: ignore[misc]
+class SuperwordTokenizer(PreTrainedTokenizer):
     """A ``transformers`` tokenizer over a superword model file (see the module notes)."""
 
     vocab_files_names = {"model_file": MODEL_FILE}
@@ -108,8 +109,30 @@ class SuperwordTokenizer(PreTrainedTokenizer):  # type: ignore[misc]
 
     # -- encoding: our ids, then transformers' truncation and padding ----------------------------
 
-    def _encode_plus(self, text: Any, text_pair: Any = None, **kwargs: Any) -> Any:
-        want_offsets = kwargs.pop("return_offsets_mapping", False)
+    # transformers' PythonBackend._encode_plus and PreTrainedTokenizerBase._encode_plus order
+    # their parameters differently; this follows PythonBackend (the parent) plus the two extras
+    def _encode_plus(  # type: ignore[override]
+        self, text: Any, text_pair: Any = None, add_special_tokens: bool = True,
+        padding_strategy: PaddingStrategy = PaddingStrategy.DO_NOT_PAD,
+        truncation_strategy: TruncationStrategy = TruncationStrategy.DO_NOT_TRUNCATE,
+        max_length: int | None = None, stride: int = 0, is_split_into_words: bool = False,
+        pad_to_multiple_of: int | None = None, padding_side: str | None = None,
+        return_tensors: Any = None, return_token_type_ids: bool | None = None,
+        return_attention_mask: bool | None = None, return_overflowing_tokens: bool = False,
+        return_special_tokens_mask: bool = False, return_length: bool = False, verbose: bool = True,
+        return_offsets_mapping: bool = False, split_special_tokens: bool = False,
+        **more: Any,
+    ) -> Any:
+        kwargs = dict(add_special_tokens=add_special_tokens, padding_strategy=padding_strategy,
+                      truncation_strategy=truncation_strategy, max_length=max_length, stride=stride,
+                      is_split_into_words=is_split_into_words, pad_to_multiple_of=pad_to_multiple_of,
+                      padding_side=padding_side, return_tensors=return_tensors,
+                      return_token_type_ids=return_token_type_ids,
+                      return_attention_mask=return_attention_mask,
+                      return_overflowing_tokens=return_overflowing_tokens,
+                      return_special_tokens_mask=return_special_tokens_mask, return_length=return_length,
+                      verbose=verbose, split_special_tokens=split_special_tokens, **more)
+        want_offsets = return_offsets_mapping
         if kwargs.get("is_split_into_words"):
             if want_offsets:
                 raise NotImplementedError("return_offsets_mapping with is_split_into_words")
@@ -180,7 +203,8 @@ class SuperwordTokenizer(PreTrainedTokenizer):  # type: ignore[misc]
 
     # -- decoding and files ----------------------------------------------------------------------
 
-    def _decode(self, token_ids: Any, skip_special_tokens: bool = False, **kwargs: Any) -> str:
+    def _decode(self, token_ids: int | list[int], skip_special_tokens: bool = False,
+                clean_up_tokenization_spaces: bool | None = None, **kwargs: Any) -> str:
         ids = [int(token_ids)] if isinstance(token_ids, int) else [int(i) for i in token_ids]
         if skip_special_tokens:
             special = set(self.sw.special_tokens.values())
