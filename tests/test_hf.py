@@ -373,8 +373,19 @@ def test_export_refuses_special_tokens_that_collide_with_the_vocabulary(tmp_path
         tok.save_hf(tmp_path / "out")
     assert not (tmp_path / "out").exists()
     tok2 = superword.Tokenizer.load(GOLDEN / "taylorswift_400_v600_simple" / "word.model")
-    with pytest.raises(ValueError, match="eos_token='<eos>' is not a registered special token"):
-        tok2.save_hf(tmp_path / "out", eos_token="<eos>")
+    with pytest.raises(ValueError, match="special token '!' .* collides"):
+        tok2.save_hf(tmp_path / "out", eos_token="!")
+
+
+def test_export_adds_a_named_special_token_the_model_lacks(tmp_path):
+    tok = superword.Tokenizer.load(GOLDEN / "taylorswift_400_v600_simple" / "word.model")
+    tok.save_hf(tmp_path, eos_token="<eos>", pad_token="<eos>")
+    assert tok.special_tokens == {}
+    hf = tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    assert hf.token_to_id("<eos>") == tok.vocab_size
+    assert hf.encode("a<eos>").ids == [*tok.encode("a"), tok.vocab_size]
+    assert json.loads((tmp_path / "special_tokens_map.json").read_text()) == {"eos_token": "<eos>",
+                                                                              "pad_token": "<eos>"}
 
 
 @pytest.mark.parametrize("kind", ["WordPiece", "Unigram", "WordLevel"])

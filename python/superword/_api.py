@@ -234,7 +234,7 @@ class Tokenizer:
         our ids exactly, superword models approximately (see ``superword._export``; for exact
         ids in ``transformers`` use ``superword.hf.SuperwordTokenizer``).  A directory that
         holds other files is refused unless ``overwrite=True``.  ``bos_token`` etc. name
-        registered special tokens."""
+        special tokens; one the model lacks is added to the exported files (next free id)."""
         from . import _export
         roles = {"bos_token": bos_token, "eos_token": eos_token, "pad_token": pad_token,
                  "unk_token": unk_token}

@@ -178,15 +178,17 @@ def hf_json(model: _model.Model) -> dict[str, Any]:
     }
 
 
-def _roles(special: dict[str, int], roles: dict[str, str | None]) -> dict[str, str]:
-    """bos / eos / pad / unk token names, checked against the registered specials."""
+def _roles(model: _model.Model, roles: dict[str, str | None]) -> dict[str, str]:
+    """bos / eos / pad / unk token names; a name that is not a special token of the model yet is
+    added to the exported file (not to the model) with the next free id."""
     out = {}
     for role, token in roles.items():
         if token is None:
             continue
-        if token not in special:
-            raise ValueError(f"{role}={token!r} is not a registered special token "
-                             f"(registered: {sorted(special)}); call register_special_tokens first")
+        if not isinstance(token, str) or not token:
+            raise ValueError(f"{role} must be a non-empty str, got {token!r}")
+        if token not in model.special_tokens:
+            model.special_tokens[token] = len(model.vocab) + len(model.special_tokens)
         out[role] = token
     return out
 
@@ -209,7 +211,7 @@ def save_hf(tok: Any, directory: str | os.PathLike[str], overwrite: bool = False
         if os.listdir(directory) and not overwrite:
             raise ValueError(f"{directory} is not empty ({len(os.listdir(directory))} entries); pass "
                              f"overwrite=True (--overwrite) to replace its tokenizer files")
-    named = _roles(model.special_tokens, roles or {})
+    named = _roles(model, roles or {})
     texts = {
         "tokenizer.json": json.dumps(hf_json(model), ensure_ascii=False, indent=1),
         "tokenizer_config.json": json.dumps(_config(model, named, model_max_length), ensure_ascii=False, indent=1),
