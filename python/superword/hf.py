@@ -23,8 +23,11 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from transformers import PreTrainedTokenizer
-from transformers.tokenization_utils_base import PaddingStrategy, TruncationStrategy
+try:
+    from transformers import PreTrainedTokenizer
+    from transformers.tokenization_utils_base import PaddingStrategy, TruncationStrategy
+except ImportError as exc:  # say which extra provides it
+    raise ImportError(f"superword.hf needs transformers 5 or later: pip install 'superword[hf]' ({exc})") from exc
 
 from ._api import Tokenizer
 from .reference.tokens import CHAR_TO_BYTE, render
