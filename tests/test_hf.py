@@ -137,6 +137,7 @@ def test_superword_export_loads_round_trips_and_mostly_agrees(algorithm, tmp_pat
     theirs = hf_ids(hf, docs)
     assert [tok.decode(ids) for ids in theirs] == docs
     a = _export.agreement(tok.encode_batch(docs), theirs)
+    assert tok.save_hf(tmp_path, overwrite=True, sample=docs) == a
     assert 0.9 < a["identical"] < 1.0  # measured 0.98-0.99: close, and not by accident exact
     assert abs(a["token_difference"]) < 0.01
     # supermerges do happen in stock BPE: " of the" is one token on both sides
@@ -303,8 +304,9 @@ def test_from_hf_equals_tokenizers_on_the_shared_data(style, tmp_path):
     tok = superword.Tokenizer.from_hf(path)
     assert tok.special_tokens == {"<|endoftext|>": hf.token_to_id("<|endoftext|>")}
     files = [DATA / "taylorswift.txt", *(DATA / "multi" / f"{lang}.txt" for lang in LANGUAGES)]
+    chunks = None if style == "llama3" else 1  # Llama-3 on every line; GPT-2 on 5,000 per file (time)
     for f in files:
-        for texts in shared_documents(f):
+        for texts in itertools.islice(shared_documents(f), chunks):
             ours = tok.encode_batch(texts, allowed_special="none")
             assert ours == hf_ids(hf, texts), f.name
     text = "hi<|endoftext|>there"
