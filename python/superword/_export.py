@@ -33,6 +33,8 @@ by ``ByteLevel`` with ``use_regex=False``:
   could apply a regular merge over the seam of two pretokens that touch without a space (the
   GPT-4o pattern makes such seams only where no regular merge can straddle them, e.g. a
   lowercase letter followed by an uppercase one).  :func:`agreement` measures the difference.
+* the greedy n-gram cut at inference (SPEC 3.1, opt-in) has no stock-BPE form: exports always
+  stand for the plain SPEC 7 encoding.
 """
 from __future__ import annotations
 
@@ -201,9 +203,6 @@ def save_hf(tok: Any, directory: str | os.PathLike[str], overwrite: bool = False
     are replaced; nothing else is touched).  All files are written to a temporary directory
     first and renamed into place."""
     model = model_of(tok)
-    if model.ngrams is not None:
-        raise ValueError("a model loaded with greedy_split=True encodes with its n-gram table, "
-                         "which Hugging Face BPE cannot apply; load it with greedy_split=False")
     directory = os.fspath(directory)
     if os.path.exists(directory):
         if not os.path.isdir(directory):
