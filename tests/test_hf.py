@@ -433,3 +433,23 @@ def test_cli_export_prints_the_measured_agreement(tmp_path, capsys):
     assert "--overwrite" in capsys.readouterr().err
     assert cli.main(["export", str(model), "--to", "tiktoken", str(tmp_path / "t.tiktoken"), "--sample", sample]) == 0
     assert "identical ids" in capsys.readouterr().out
+
+
+def test_superword_tokenizer_offsets_with_one_text_left_padding_and_left_truncation(boundless_model_file):
+    from superword.hf import SuperwordTokenizer
+    hf = SuperwordTokenizer(boundless_model_file, eos_token="<e>", pad_token="<e>", add_eos_token=True)
+    text = "one of the best in the world"
+    spans, at = [], 0
+    for raw in hf.sw.encode_to_tokens(text):
+        spans.append((at, at + len(raw.decode("utf-8"))))
+        at = spans[-1][1]
+    one = hf(text, return_offsets_mapping=True, return_tensors="np")
+    assert one["offset_mapping"].shape == (1, len(spans) + 1, 2)
+    assert [tuple(s) for s in one["offset_mapping"][0]] == [*spans, (0, 0)]
+    left = hf([text, "x"], return_offsets_mapping=True, padding="max_length", max_length=len(spans) + 3,
+              padding_side="left")
+    assert left["offset_mapping"][0] == [(0, 0), (0, 0), *spans, (0, 0)]
+    hf.truncation_side = "left"
+    cut = hf(text, return_offsets_mapping=True, truncation=True, max_length=3)
+    assert cut["input_ids"] == [*hf.sw.encode(text)[-2:], hf.eos_token_id]
+    assert cut["offset_mapping"] == [*spans[-2:], (0, 0)]

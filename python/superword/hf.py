@@ -168,27 +168,26 @@ class SuperwordTokenizer(PreTrainedTokenizer):
                      with_specials: bool) -> None:
         """(start, end) character offsets per position; (0, 0) for special and padding
         positions.  A token that ends or starts inside a character covers that character."""
-        rows_ids = out["input_ids"] if batched else [out["input_ids"]]
-        rows_mask = out["attention_mask"] if batched else [out["attention_mask"]]
-        tensor = not isinstance(rows_ids, list)
+        tensor = not isinstance(out["input_ids"], list)
+        rows_ids, rows_mask = out["input_ids"], out["attention_mask"]
+        if not batched and not tensor:  # one text, lists: make it a batch of one
+            rows_ids, rows_mask = [rows_ids], [rows_mask]
         result = []
         for text, seq, row, mask in zip(texts, ids, rows_ids, rows_mask):
             spans = self._spans(text, seq)
-            live = [k for k, m in enumerate(list(mask)) if m]
+            live = [k for k, m in enumerate(mask) if m]
             if with_specials and self.add_bos_token and self.bos_token_id is not None:
                 live = live[1:]
             if with_specials and self.add_eos_token and self.eos_token_id is not None:
                 live = live[:-1]
             start = 0 if self.truncation_side == "right" else len(spans) - len(live)
-            offsets = [(0, 0)] * len(list(row))
+            offsets = [(0, 0)] * len(row)
             for k, position in enumerate(live):
                 offsets[position] = spans[start + k]
             result.append(offsets)
-        if tensor:
+        if tensor:  # a batch axis is there even for one text
             import numpy as np
             out["offset_mapping"] = np.array(result, dtype=np.int64).reshape(len(result), -1, 2)
-            if not batched:
-                out["offset_mapping"] = out["offset_mapping"][0]
         else:
             out["offset_mapping"] = result if batched else result[0]
 
