@@ -99,6 +99,27 @@ def test_script_aware_word_model_export_gives_our_ids_on_the_shared_data(mixed_s
     assert_identical_on_shared_data(mixed_script_aware_model, hf, chunks=1)
 
 
+def every_classed_code_point_in_context():
+    """Each code point of our GPT-4o classes (letters, marks, numbers, white space: the ones a
+    regex engine's Unicode tables decide) and every 97th other one, after a letter, before a
+    letter and before "'s"."""
+    from superword._export import _class_ranges
+    classed = {c for lo, hi, _ in _class_ranges() for c in range(lo, hi + 1)}
+    points = sorted(classed | set(range(0x20, 0x110000, 97)))
+    return "".join(f"a{chr(c)}b {chr(c)}'s\n" for c in points if not 0xD800 <= c < 0xE000)
+
+
+def test_export_pattern_classifies_every_letter_mark_number_and_space_as_superword_does(tmp_path):
+    """The classes are written as explicit Unicode 17.0 ranges, so the older Unicode tables of
+    the regex engine do not matter (with \\p{L} they differ on 4,671 code points)."""
+    from superword._core import pretokenize
+    from superword.reference.pretokenize import GPT4O
+    tok = superword.Tokenizer.load(GOLDEN / "taylorswift_400_v600_simple" / "word.model")
+    split = load_export(tok, tmp_path).pre_tokenizer
+    text = every_classed_code_point_in_context()
+    assert [text[a:b] for _, (a, b) in split.pre_tokenize_str(text)] == pretokenize(text, GPT4O)
+
+
 def test_script_aware_pattern_differs_exactly_where_the_module_notes_say(tmp_path):
     """Script runs that a single regex cannot see: two non-configured scripts touching, and a
     Common letter inside a run of a configured script; elsewhere the pretokens are ours."""

@@ -40,12 +40,14 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import functools
 import io
 import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from importlib import resources
 from typing import Any
 
 from .reference import model as _model
@@ -107,12 +109,94 @@ def _script_letters(scripts: list[str]) -> str:
     return "".join(rf"\p{{{s}}}" for s in scripts)
 
 
+#: Bits of ``_data/classes.txt`` (the GPT-4o classes, Unicode 17.0) by the name used in patterns.
+_CLASS_BITS = {"Lu": 0x01, "Ll": 0x02, "Lt": 0x04, "Lm": 0x08, "Lo": 0x10, "M": 0x20, "N": 0x40,
+               "L": 0x1F, "s": 0x80}
+
+
+@functools.cache
+def _class_ranges() -> list[tuple[int, int, int]]:
+    text = resources.files("superword").joinpath("_data/classes.txt").read_text("ascii")
+    return [(int(a, 16), int(b, 16), int(m, 16)) for a, b, m in
+            (line.split() for line in text.splitlines() if line and not line.startswith("#"))]
+
+
+@functools.cache
+def _script_ranges() -> dict[str, list[tuple[int, int]]]:
+    text = resources.files("superword").joinpath("_data/scripts.txt").read_text("ascii")
+    out: dict[str, list[tuple[int, int]]] = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            a, b, name = line.split()
+            out.setdefault(name, []).append((int(a, 16), int(b, 16)))
+    return out
+
+
+def _ranges_text(ranges: Iterable[tuple[int, int]]) -> str:
+    r"""Class members ``\x{..}-\x{..}`` (both Oniguruma and Rust's regex read them)."""
+    merged: list[list[int]] = []
+    for lo, hi in sorted(ranges):
+        if merged and lo <= merged[-1][1] + 1:
+            merged[-1][1] = max(merged[-1][1], hi)
+        else:
+            merged.append([lo, hi])
+    return "".join(rf"\x{{{lo:X}}}" if lo == hi else rf"\x{{{lo:X}}}-\x{{{hi:X}}}" for lo, hi in merged)
+
+
+def _members(name: str) -> str:
+    if name in _CLASS_BITS:
+        bits = _CLASS_BITS[name]
+        return _ranges_text((lo, hi) for lo, hi, m in _class_ranges() if m & bits)
+    if name not in _script_ranges():
+        raise ValueError(f"unknown script {name!r}")
+    return _ranges_text(_script_ranges()[name])
+
+
+def explicit_classes(pattern: str) -> str:
+    r"""``pattern`` with ``\p{..}``, ``\s`` and ``\S`` written as explicit code point ranges of
+    our Unicode 17.0 tables.  Other libraries' regex engines carry older Unicode tables (the
+    Oniguruma in ``tokenizers`` does not know the 4,671 code points assigned after Unicode
+    14.0); with explicit ranges they classify every character as superword does.
+
+    >>> explicit_classes(r"[^\s\p{N}]")[:24]
+    '[^\\x{9}-\\x{D}\\x{20}\\x{85'
+    """
+    out, i, in_class = [], 0, 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\" and pattern[i + 1:i + 3] == "p{":
+            end = pattern.index("}", i)
+            members = _members(pattern[i + 3:end])
+            out.append(members if in_class else f"[{members}]")
+            i = end + 1
+            continue
+        if c == "\\" and pattern[i + 1:i + 2] in ("s", "S"):
+            members = _members("s")
+            negated = pattern[i + 1] == "S"
+            if in_class and negated:
+                raise ValueError(r"\S inside a character class cannot be expanded")
+            out.append(members if in_class else f"[{'^' if negated else ''}{members}]")
+            i += 2
+            continue
+        if c == "\\":
+            out.append(pattern[i:i + 2])
+            i += 2
+            continue
+        if c == "[":
+            in_class += 1
+        elif c == "]" and in_class:
+            in_class -= 1
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
 def hf_pattern(settings: _model.Settings, coarse: bool) -> str:
     """The ``Split`` regex standing for the model's pre-tokenization (see the module notes).
 
     ``coarse=True`` (superword models) joins consecutive word pretokens into one.
     >>> s = _model.Settings(GPT4O, None, None, r"\\p{L}")
-    >>> hf_pattern(s, coarse=False) == GPT4O
+    >>> hf_pattern(s, coarse=False) == explicit_classes(GPT4O)
     True
     """
     main = settings.main_regex
@@ -122,7 +206,7 @@ def hf_pattern(settings: _model.Settings, coarse: bool) -> str:
         raise ValueError("only the built-in GPT-4o patterns can be exported with script-aware "
                          "pre-tokenization (this model has its own patterns)")
     if not script_aware and not coarse:
-        return main
+        return explicit_classes(main) if main == GPT4O else main
     if main != GPT4O:
         raise ValueError("a superword model is exported with a coarse pattern built from the "
                          "GPT-4o pattern; this model has its own pattern")
@@ -137,7 +221,7 @@ def hf_pattern(settings: _model.Settings, coarse: bool) -> str:
         words = [rf" ?[\p{{L}}&&[{letters}]]\p{{M}}*", *words]
     if coarse:
         words = ["(?:" + "|".join(words) + ")+"]
-    return "|".join([*words, *rest])
+    return explicit_classes("|".join([*words, *rest]))
 
 
 # -- writing tokenizer.json -------------------------------------------------------------------
