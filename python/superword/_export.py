@@ -15,9 +15,11 @@ merges list is the regular merges in index order, then (superword models) the su
 index order, so every supermerge ranks after every regular merge.
 
 Pre-tokenization is a ``Split`` with a regex (Oniguruma, the dialect of ``tokenizers``) followed
-by ``ByteLevel`` with ``use_regex=False``:
+by ``ByteLevel`` with ``use_regex=False``.  The built-in patterns are written with explicit code
+point ranges for their Unicode classes (:func:`explicit_classes`), so that the older Unicode
+tables of other regex engines do not matter.
 
-* simple mode: the model's own pattern, unchanged.  Stock BPE then gives our ids exactly: it
+* simple mode: the model's own pattern.  Stock BPE then gives our ids exactly: it
   merges each pretoken by lowest merge rank, which is SPEC 7.3 (the shortcut only skips work).
 * script-aware mode: a regex cannot see script runs (SPEC 1.2), so we use the closest single
   pattern: letters of the configured scripts are one pretoken each (with an optional leading
