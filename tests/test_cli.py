@@ -17,10 +17,9 @@ def test_train_and_encode(tmp_path, capsys):
     tok = superword.Tokenizer.load(out)
     assert tok.kind == "boundless" and tok.vocab_size <= 270
     capsys.readouterr()
-    assert main(["encode", str(out), "one of the best"]) == 0
-    ids_line, tokens_line = capsys.readouterr().out.splitlines()
+    assert main(["encode", str(out), "one of the best", "--ids"]) == 0
+    ids_line = capsys.readouterr().out.strip()
     assert [int(i) for i in ids_line.split()] == tok.encode("one of the best")
-    assert tokens_line.replace(" ", "").replace("Ġ", " ") == "one of the best"
 
 
 def test_errors_are_one_line_without_traceback(tmp_path, capsys):

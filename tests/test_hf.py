@@ -411,6 +411,16 @@ def test_export_adds_a_named_special_token_the_model_lacks(tmp_path):
                                                                               "pad_token": "<eos>"}
 
 
+def test_models_with_picky_deletions_are_refused(tmp_path):
+    docs = read_lines(need(DATA / "taylorswift.txt"))
+    tok = superword.train(docs[:300], vocab_size=400, algorithm="bpe", script_aware=False, tau=0.9,
+                          backend="reference")
+    with pytest.raises(ValueError, match="PickyBPE deletions"):
+        tok.save_hf(tmp_path / "out")
+    with pytest.raises(ValueError, match="PickyBPE deletions"):
+        tok.save_tiktoken(tmp_path / "t.tiktoken")
+
+
 @pytest.mark.parametrize("kind", ["WordPiece", "Unigram", "WordLevel"])
 def test_from_hf_names_unsupported_model_types(kind, tmp_path):
     from tokenizers import models
@@ -454,6 +464,8 @@ def test_cli_export_prints_the_measured_agreement(tmp_path, capsys):
     assert "--overwrite" in capsys.readouterr().err
     assert cli.main(["export", str(model), "--to", "tiktoken", str(tmp_path / "t.tiktoken"), "--sample", sample]) == 0
     assert "identical ids" in capsys.readouterr().out
+    tok = superword.Tokenizer.load(model)
+    assert (tmp_path / "t.tiktoken.pattern").read_text(encoding="utf-8") == tok.save_tiktoken(tmp_path / "again")
 
 
 def test_superword_tokenizer_offsets_with_one_text_left_padding_and_left_truncation(boundless_model_file):

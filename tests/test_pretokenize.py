@@ -84,3 +84,19 @@ def test_pretokens_concatenate_back(text):
         pieces = p.pretokenize(text)
         assert "".join(pieces) == text
         assert all(pieces)
+
+
+def test_ascii_text_uses_the_script_pattern_when_latin_is_configured():
+    """ASCII is Latin and Common only, but that is one main-pattern run only while Latin is not
+    among the scripts that use the script-specific pattern (SPEC 1.2)."""
+    from superword import _core
+
+    latin = Pretokenizer(GPT4O, SCRIPT_SPECIFIC_GPT4O, ["Latin"])
+    expected = ["h", "e", "l", "l", "o", " w", "o", "r", "l", "d", "!"]
+    assert latin.pretokenize("hello world!") == expected
+    assert latin.pretokenize("hello world!") == [
+        p for run, specific in latin.script_runs("hello world!")
+        for p in regex.findall(SCRIPT_SPECIFIC_GPT4O if specific else GPT4O, run)]
+    assert _core.pretokenize("hello world!", GPT4O, SCRIPT_SPECIFIC_GPT4O, ["Latin"]) == expected
+    # without Latin configured, ASCII text stays one run with the main pattern
+    assert AWARE.pretokenize("hello world!") == ["hello", " world", "!"]

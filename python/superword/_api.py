@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import math
 import os
 import sys
+import time
 from collections.abc import Callable, Iterable, Iterator
 from collections.abc import Set as AbstractSet
 from typing import Any, Literal
 
-from . import _inputs
+from . import _inputs, _provenance
 from ._reference_core import ReferenceCore, ReferenceRankCore
 from .reference import pretokenize as _pretok
 from .reference import train as _ref_train
@@ -66,12 +68,17 @@ def train(inputs: Any, vocab_size: int = 32768, algorithm: str = "boundless",
           scripts: Iterable[str] | None = None, greedy_split: bool = False,
           text_field: str = "text", backend: str | None = None, *,
           threads: int | None = None, pattern: str | None = None,
-          script_pattern: str | None = None, progress: Progress | None = None) -> Tokenizer:
+          script_pattern: str | None = None, progress: Progress | None = None,
+          tau: float = 1.1, blowup: bool = False) -> Tokenizer:
     """Train a tokenizer.
 
-    ``inputs``: a path, a list of paths (``.txt``: a document per line; ``.jsonl``: a record
-    per line with the text in ``text_field``; either may be ``.gz``), or an iterable of
-    ``str`` documents.  ``algorithm``: ``"bpe"`` (no superwords), ``"boundless"``
+    ``inputs``: a path (a file, a folder, a glob, or ``-`` for standard input), a list of
+    paths (``.txt``: a document per line; ``.jsonl``: a record per line with the text in
+    ``text_field``; either may be ``.gz`` or ``.zst``; ``.parquet``: the column
+    ``text_field``), or an iterable of documents: ``str``, or dict rows such as a Hugging
+    Face ``datasets.Dataset`` (the text in ``text_field``).  A list is a list of paths when
+    its first item is a path object or a string naming an existing file.
+    ``algorithm``: ``"bpe"`` (no superwords), ``"boundless"``
     (BoundlessBPE, which decides how many superwords to make) or ``"superbpe"`` (SuperBPE
     with exactly ``supermerges`` of the ``vocab_size`` tokens being superwords).
     ``script_aware``: cut text into single-script runs and split ``scripts`` (default: Han,
@@ -79,6 +86,11 @@ def train(inputs: Any, vocab_size: int = 32768, algorithm: str = "boundless",
     ``pattern`` / ``script_pattern`` replace the GPT-4o patterns.  ``threads``: worker
     threads of the Rust backend (default: all cores; results never depend on it).
     ``progress(stage, done, total)`` is called as training advances.
+    ``tau``: PickyBPE (SPEC 9): after a merge of ``(a, b)`` the word model deletes ``a``
+    (and ``b``) when ``count(a, b) / count(a) >= tau``; the default 1.1 never deletes.
+    ``blowup``: a deleted token is replaced by its single bytes instead of the two tokens
+    that first made it.  ``greedy_split`` shapes phase 2's training only; the model file and
+    the encoding are the paper's (SPEC 3.1).
 
     >>> tok = train(["the cat sat on the mat"] * 5, vocab_size=256, algorithm="bpe")
     >>> tok.decode(tok.encode("the cat"))
@@ -118,7 +130,17 @@ def train(inputs: Any, vocab_size: int = 32768, algorithm: str = "boundless",
             raise ValueError(f"threads must be at least 1 (or None for all cores), got {threads}")
     if script_pattern is not None and not script_aware:
         raise ValueError("script_pattern only applies with script_aware=True")
+    if isinstance(tau, bool) or not isinstance(tau, (int, float)):
+        raise TypeError(f"tau must be a number, got {type(tau).__name__}")
+    if not (math.isfinite(tau) and tau > 0):
+        raise ValueError(f"tau must be a positive number (1.1, the default, turns PickyBPE "
+                         f"deletions off), got {tau!r}")
+    if not isinstance(blowup, bool):
+        raise TypeError(f"blowup must be True or False, got {type(blowup).__name__}")
     backend = _resolve_backend(backend)
+    if backend == "rust" and tau <= 1:
+        raise NotImplementedError("PickyBPE deletions (tau <= 1) are not in the Rust backend yet; "
+                                  "pass backend=\"reference\" to train with them")
 
     main = _pretok.GPT4O if pattern is None else pattern
     if script_aware:
@@ -128,7 +150,9 @@ def train(inputs: Any, vocab_size: int = 32768, algorithm: str = "boundless",
         script, names = None, None
     _pretok.Pretokenizer(main, script, names)  # one place for pattern and script checks
 
-    paths, documents = _inputs.resolve_inputs(inputs)
+    tally = _inputs.Tally()
+    start = time.perf_counter()
+    paths, documents = _inputs.resolve_inputs(inputs, text_field, tally)
     if backend == "rust":
         core = _core_module()
         options = dict(vocab_size=vocab_size, algorithm=algorithm, supermerges=supermerges,
@@ -137,14 +161,26 @@ def train(inputs: Any, vocab_size: int = 32768, algorithm: str = "boundless",
         if paths is not None:
             impl = core.train_files(paths, text_field=text_field, **options)
         else:
-            impl = core.train_iter(_inputs.documents_of(None, documents, text_field), **options)
-        return Tokenizer(impl, backend)
-    stats: dict[str, float] = {}
-    model = _ref_train.train(
-        _inputs.documents_of(paths, documents, text_field), vocab_size, algorithm, supermerges,
-        pattern=main, script_pattern=script, scripts=names, greedy_split=greedy_split,
-        progress=progress, stats=stats)
-    return Tokenizer(ReferenceCore(model, training_stats=stats), backend)
+            impl = core.train_iter(documents, **options)
+        tok = Tokenizer(impl, backend)
+    else:
+        stats: dict[str, float] = {}
+        model = _ref_train.train(
+            _inputs.documents_of(paths, documents, text_field), vocab_size, algorithm, supermerges,
+            pattern=main, script_pattern=script, scripts=names, greedy_split=greedy_split,
+            tau=tau, blowup=blowup, progress=progress, stats=stats)
+        tok = Tokenizer(ReferenceCore(model, training_stats=stats), backend)
+    if paths is not None:
+        inputs_record = [{"name": p, "documents": None, "bytes": os.path.getsize(p)} for p in paths]
+    else:
+        inputs_record = tally.records()
+    settings = dict(vocab_size=vocab_size, supermerges=supermerges, script_aware=script_aware,
+                    scripts=names, greedy_split=greedy_split, tau=tau, blowup=blowup, text_field=text_field,
+                    pattern=None if pattern is None else main,
+                    script_pattern=None if script_pattern is None else script, backend=backend)
+    tok.provenance = _provenance.make(algorithm, settings, inputs_record, tok.training_stats,
+                                      time.perf_counter() - start)
+    return tok
 
 
 AllowedSpecial = Literal["all", "none", "none_raise"] | AbstractSet[str]
@@ -160,22 +196,33 @@ class Tokenizer:
     def __init__(self, impl: Any, backend: str):
         self._impl = impl
         self.backend = backend
+        #: how the model was made (see :mod:`superword._provenance`): set by :func:`train`,
+        #: read by :meth:`load` from the sidecar ``MODEL.json``; ``None`` when unknown
+        self.provenance: dict[str, Any] | None = None
 
     # -- files -----------------------------------------------------------------------------
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], backend: str | None = None,
-             greedy_split: bool | None = None) -> Tokenizer:
+             greedy_split: bool = False) -> Tokenizer:
         """Load a "BoundlessBPE v2" model file (ours or the paper implementation's).
 
-        ``greedy_split``: cut runs of pretokens into the model's frequent n-grams before
-        supermerges (SPEC 3.1).  The default does so exactly when the model was trained with
-        ``greedy_split=True`` (it then stores its n-gram table)."""
+        Encoding is the paper's (SPEC 7, and SPEC 9 for models with deletions).
+        ``greedy_split=True`` is an opt-in extension: cut runs of pretokens into the frequent
+        n-grams of training before supermerges (SPEC 3.1).  It needs the n-gram table that
+        :meth:`save` writes next to a model trained with ``greedy_split=True``, as
+        ``<path>.ngrams``.  The Rust backend still reads that table from the model file."""
         backend = _resolve_backend(backend)
+        if not isinstance(greedy_split, bool):
+            raise TypeError(f"greedy_split must be True or False, got {type(greedy_split).__name__}")
         path = os.fspath(path)
         if backend == "rust":
-            return cls(_core_module().Tokenizer.load(path, greedy_split), backend)
-        return cls(ReferenceCore.load(path, greedy_split), backend)
+            tok = cls(_core_module().Tokenizer.load(path, greedy_split), backend)
+        else:
+            tok = cls(ReferenceCore.load(path, greedy_split), backend)
+        if os.path.exists(_provenance.sidecar_path(path)):
+            tok.provenance = _provenance.read(path, tok.model_text())
+        return tok
 
     @classmethod
     def from_tiktoken(cls, path: str | os.PathLike[str], pattern: str,
@@ -204,8 +251,13 @@ class Tokenizer:
         return cls(impl, backend)
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the model file atomically (a temporary file, then a rename)."""
+        """Write the model file atomically (a temporary file, then a rename), and, when
+        :attr:`provenance` is known, the sidecar ``path + ".json"`` describing how it was made.  A
+        model trained with ``greedy_split=True`` also gets its n-gram table in ``<path>.ngrams``
+        (reference backend), which only ``Tokenizer.load(path, greedy_split=True)`` reads."""
         self._impl.save(os.fspath(path))
+        if self.provenance is not None:
+            _provenance.write(path, self.provenance, self.model_text())
 
     def save_tiktoken(self, path: str | os.PathLike[str]) -> str:
         """Write a ``.tiktoken`` ranks file (rank = our id) for ``tiktoken.Encoding`` and

@@ -69,12 +69,18 @@ _WORD_ALTERNATIVES = 2  # GPT4O begins with two word alternatives (SPEC 1.1)
 # -- reading our model ------------------------------------------------------------------------
 
 def model_of(tok: Any) -> _model.Model:
-    """The plain data of a superword model (parsed from its model text)."""
+    """The plain data of a superword model (parsed from its model text).  Models with PickyBPE
+    deletions are refused: their encoding resolves deleted tokens (SPEC 9), which plain BPE
+    files cannot express."""
     try:
         text = tok.model_text()
     except (ValueError, NotImplementedError) as exc:
         raise ValueError(f"this tokenizer cannot be exported: {exc}") from None
-    return _model._read(_model._Lines(io.StringIO(text), "<model>"))
+    model = _model._read(_model._Lines(io.StringIO(text), "<model>"))
+    if model.deletions:
+        raise ValueError(f"this model has {len(model.deletions)} PickyBPE deletions (tau <= 1); their "
+                         f"resolution at inference (SPEC 9) has no form in tokenizer.json, tiktoken or minbpe")
+    return model
 
 
 # -- pre-tokenization patterns ------------------------------------------------------------------

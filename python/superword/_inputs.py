@@ -1,138 +1,367 @@
-"""Reading training documents: paths (``.txt``, ``.jsonl``, optionally ``.gz``) or strings.
+"""Reading training documents: files, folders, globs, standard input, or documents in memory.
+
+File formats, by suffix (case-insensitive):
 
 * ``.txt``: one document per line, without its ``\\n`` or ``\\r\\n``;
 * ``.jsonl``: one JSON object per line, the document is its ``text_field``; blank lines are
   skipped;
-* ``.gz`` on top of either is decompressed on the fly;
-* any other suffix is read as ``.txt``.
+* ``.gz`` or ``.zst`` on top of either is decompressed on the fly;
+* ``.parquet``: the column ``text_field`` (needs ``pyarrow``: ``pip install superword[parquet]``);
+* any other suffix is read as ``.txt``; ``-`` is standard input, read as ``.txt``.
+
+A folder stands for the files under it (recursively, sorted) whose suffix is one of the
+above data suffixes; a name with ``*``, ``?`` or ``[`` that is not an existing file is a glob
+(``**`` included).  Files the Rust core reads (every regular file except ``.zst`` and
+``.parquet``) go to it as paths; the others are read here and passed on as documents.
 
 Every problem raises an exception that names the file and the line, before or while the
 documents are produced; nothing is silently replaced or skipped.
 """
 from __future__ import annotations
 
+import glob
 import gzip
 import json
 import os
+import stat
 import sys
 import sysconfig
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 PathLike = str | os.PathLike
 
-_FILE_SUFFIXES = (".txt", ".jsonl", ".txt.gz", ".jsonl.gz", ".gz")
+#: suffixes that make a file of a folder count as data (compression suffixes on top allowed)
+DATA_SUFFIXES = (".txt", ".jsonl", ".parquet")
+COMPRESSION_SUFFIXES = (".gz", ".zst")
+STDIN = "-"
 
 
-def resolve_inputs(inputs: object) -> tuple[list[str] | None, Iterable[str] | None]:
-    """Split ``inputs`` into (paths, None) or (None, documents).
+# ----------------------------------------------------------------------------------------
+# which inputs are paths, and which paths they stand for
 
-    A single ``str`` or path object is a path.  A list or tuple is a list of paths when all
-    its items are path objects, or all are strings ending in ``.txt``, ``.jsonl`` or ``.gz``
-    without a line break; any other iterable is taken as the documents themselves.
+def expand_paths(names: Iterable[PathLike], what: str = "training input") -> list[str]:
+    """The files that ``names`` stand for: files as given, folders as their data files, globs
+    as their matches, ``-`` as standard input.  Every name must stand for at least one file.
+
+    >>> expand_paths(["-"])
+    ['-']
     """
-    if isinstance(inputs, (str, os.PathLike)):
-        paths = [os.fspath(inputs)]
-    elif isinstance(inputs, (list, tuple)) and inputs and _all_paths(inputs):
-        paths = [os.fspath(p) for p in inputs]
-    elif isinstance(inputs, (bytes, bytearray)):
+    out: list[str] = []
+    for name in names:
+        path = os.fspath(name)
+        if not isinstance(path, str):
+            raise TypeError(f"{what} {path!r} is not a file name (bytes paths are not supported)")
+        if path == STDIN:
+            out.append(path)
+        elif os.path.isdir(path):
+            out.extend(_folder_files(path, what))
+        elif os.path.exists(path):
+            out.append(path)
+        elif glob.has_magic(path):
+            matches = sorted(glob.glob(path, recursive=True))
+            if not matches:
+                raise FileNotFoundError(f"{what}: the pattern {path!r} matches no file")
+            for m in matches:
+                out.extend(_folder_files(m, what) if os.path.isdir(m) else [m])
+        else:
+            raise FileNotFoundError(f"{what} not found: {path}")
+    return out
+
+
+def is_data_file(name: str) -> bool:
+    lower = name.lower()
+    for suffix in COMPRESSION_SUFFIXES:
+        lower = lower.removesuffix(suffix)
+    return lower.endswith(DATA_SUFFIXES)
+
+
+def _folder_files(folder: str, what: str) -> list[str]:
+    files = sorted(str(p) for p in Path(folder).rglob("*")
+                   if p.is_file() and is_data_file(p.name)
+                   and not any(part.startswith(".") for part in p.relative_to(folder).parts))
+    if not files:
+        raise FileNotFoundError(
+            f"{what}: the folder {folder} holds no data files (.txt, .jsonl or .parquet, "
+            f"optionally .gz or .zst; hidden files and folders are skipped)")
+    return files
+
+
+def read_in_rust(path: str) -> bool:
+    """Whether the Rust core reads this file itself (regular files but .zst and .parquet)."""
+    if path == STDIN or path.lower().endswith((".zst", ".parquet")):
+        return False
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return True  # let the core name the problem
+
+
+def _looks_like_a_path(item: object) -> bool:
+    if isinstance(item, os.PathLike):
+        return True
+    if not isinstance(item, str) or "\n" in item or not item or len(item) > 4096:
+        return False
+    if is_data_file(item) or item.lower().endswith(COMPRESSION_SUFFIXES):
+        return True
+    try:
+        return os.path.exists(item)
+    except (OSError, ValueError):
+        return False
+
+
+def resolve_inputs(inputs: object, text_field: str = "text", tally: Tally | None = None
+                   ) -> tuple[list[str] | None, Iterable[Any] | None]:
+    """Split ``inputs`` into (paths for the Rust core, None) or (None, documents).
+
+    * a ``str`` or path object is a file, a folder, a glob or ``-`` (standard input);
+    * a list or tuple is a list of such names when its **first** item is a path object, a
+      string naming an existing file or folder, or a one-line string ending in a data suffix
+      (``.txt``, ``.jsonl``, ``.parquet``, ``.gz``, ``.zst``); then every item must be one
+      (a first item ``"-"`` is a document: only a single ``"-"`` means standard input);
+    * anything else iterable holds the documents: ``str``, or dict-like rows (a Hugging Face
+      ``datasets.Dataset``) with the text in ``text_field``.
+
+    With a ``tally``, the documents come out as ``str``, counted per input as they pass.
+    """
+    if isinstance(inputs, (bytes, bytearray)):
         raise TypeError("inputs must be a path, a list of paths or an iterable of str, not bytes")
+    if isinstance(inputs, (str, os.PathLike)):
+        names: list[Any] = [inputs]
+    elif isinstance(inputs, (list, tuple)) and inputs and _looks_like_a_path(inputs[0]):
+        names = list(inputs)
+        for i, item in enumerate(names):
+            if not isinstance(item, (str, os.PathLike)):
+                raise TypeError(f"inputs: item 0 is a file name, so every item must be one; "
+                                f"item {i} is {type(item).__name__}")
     else:
         try:
             iter(inputs)  # type: ignore[call-overload]
         except TypeError:
             raise TypeError(f"inputs must be a path, a list of paths or an iterable of str, "
                             f"not {type(inputs).__name__}") from None
-        return None, inputs  # type: ignore[return-value]
-    for p in paths:
-        if not os.path.exists(p):
-            raise FileNotFoundError(f"training input not found: {p}")
-        if os.path.isdir(p):
-            raise IsADirectoryError(f"training input is a folder, not a file: {p}")
-    return paths, None
-
-
-def _all_paths(items: Iterable[object]) -> bool:
-    items = list(items)
-    if all(isinstance(p, os.PathLike) for p in items):
-        return True
-    return all(isinstance(p, str) and "\n" not in p and p.lower().endswith(_FILE_SUFFIXES)
-               for p in items)
+        if tally is None:
+            return None, inputs  # type: ignore[return-value]
+        return None, tally.count("<documents>", documents_of(None, inputs, text_field))  # type: ignore[arg-type]
+    paths = expand_paths(names)
+    if all(read_in_rust(p) for p in paths):
+        return paths, None
+    return None, documents_of(paths, None, text_field, tally)
 
 
 def iter_documents(inputs: object, text_field: str = "text") -> Iterator[str]:
     """All documents of ``inputs`` in order (see :func:`resolve_inputs`)."""
-    return documents_of(*resolve_inputs(inputs), text_field)
+    return documents_of(*resolve_inputs(inputs, text_field), text_field)
 
 
-def documents_of(paths: list[str] | None, documents: Iterable[str] | None,
-                 text_field: str = "text") -> Iterator[str]:
+def documents_of(paths: list[str] | None, documents: Iterable[Any] | None,
+                 text_field: str = "text", tally: Tally | None = None) -> Iterator[str]:
     """The documents of inputs already split by :func:`resolve_inputs`."""
     if paths is not None:
         for path in paths:
-            yield from read_file(path, text_field)
+            docs = read_file(path, text_field)
+            yield from docs if tally is None else tally.count(path, docs)
         return
     assert documents is not None
     for i, doc in enumerate(documents):
-        if not isinstance(doc, str):
+        if isinstance(doc, str):
+            yield doc
+        elif isinstance(doc, Mapping):
+            if text_field not in doc:
+                raise ValueError(f"row {i} of inputs has no {text_field!r} field "
+                                 f"(fields: {', '.join(map(repr, list(doc)[:8]))})")
+            text = doc[text_field]
+            if not isinstance(text, str):
+                raise TypeError(f"row {i} of inputs: field {text_field!r} is "
+                                f"{type(text).__name__}, not str")
+            yield text
+        else:
             raise TypeError(f"document {i} of inputs is {type(doc).__name__}, not str")
-        yield doc
+
+
+# ----------------------------------------------------------------------------------------
+# reading one file
+
+def _zstd_lines(f: Any, path: str) -> Iterator[bytes]:
+    """The lines of a zstd stream of one or more frames; a cut-off last frame is an error
+    (zstandard's stream reader would end quietly)."""
+    try:
+        import zstandard
+    except ImportError:
+        raise ImportError(f"{path}: reading .zst files needs the zstandard package: "
+                          f"pip install 'superword[zst]'") from None
+    decompressor = zstandard.ZstdDecompressor()
+    frame, pending, in_frame = decompressor.decompressobj(), b"", False
+    while chunk := f.read(1 << 20):
+        while chunk:
+            in_frame = True
+            pending += frame.decompress(chunk)
+            chunk = b""
+            if frame.eof:
+                chunk, in_frame = frame.unused_data, False
+                frame = decompressor.decompressobj()
+        *complete, pending = pending.split(b"\n")
+        for line in complete:
+            yield line + b"\n"
+    if in_frame:
+        raise ValueError(f"{path}: corrupt or truncated zstd data (the last frame is cut off)")
+    if pending:
+        yield pending
 
 
 def _raw_lines(path: str) -> Iterator[bytes]:
-    opener = gzip.open if path.lower().endswith(".gz") else open
+    if path == STDIN:
+        yield from sys.stdin.buffer
+        return
+    lower = path.lower()
     try:
-        with opener(path, "rb") as f:
-            yield from f
+        if lower.endswith(".gz"):
+            with gzip.open(path, "rb") as f:
+                yield from f
+        elif lower.endswith(".zst"):
+            with open(path, "rb") as f:
+                yield from _zstd_lines(f, path)
+        else:
+            with open(path, "rb") as f:
+                yield from f
     except (OSError, EOFError, zlib.error) as exc:
         if isinstance(exc, FileNotFoundError):
             raise FileNotFoundError(f"training input vanished while reading: {path}") from None
         if isinstance(exc, (EOFError, zlib.error, gzip.BadGzipFile)):
             raise ValueError(f"{path}: corrupt or truncated gzip data ({exc})") from None
         raise OSError(f"{path}: cannot be read ({exc})") from None
+    except Exception as exc:
+        if type(exc).__name__ == "ZstdError":
+            raise ValueError(f"{path}: corrupt or truncated zstd data ({exc})") from None
+        raise
 
 
 def read_file(path: str, text_field: str = "text") -> Iterator[str]:
-    is_jsonl = path.lower().removesuffix(".gz").endswith(".jsonl")
+    """The documents of one file (see the module docstring); ``-`` is standard input."""
+    if path.lower().endswith(".parquet"):
+        yield from read_parquet(path, text_field)
+        return
+    name = "standard input" if path == STDIN else path
+    base = path.lower()
+    for suffix in COMPRESSION_SUFFIXES:
+        base = base.removesuffix(suffix)
+    is_jsonl = base.endswith(".jsonl")
     for number, raw in enumerate(_raw_lines(path), start=1):
         if raw.endswith(b"\n"):
             raw = raw[:-2] if raw.endswith(b"\r\n") else raw[:-1]
+        if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]  # a UTF-8 byte order mark is not text
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise ValueError(f"{path}, line {number}: invalid UTF-8 (byte 0x{raw[exc.start]:02x} "
+            raise ValueError(f"{name}, line {number}: invalid UTF-8 (byte 0x{raw[exc.start]:02x} "
                              f"at byte offset {exc.start} of the line)") from None
         if not is_jsonl:
             yield line
             continue
         if not line.strip():
             continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}, line {number}: not valid JSON ({exc.msg} at column "
-                             f"{exc.colno})") from None
-        if not isinstance(record, dict):
-            raise ValueError(f"{path}, line {number}: expected a JSON object with a "
-                             f"{text_field!r} field, found {type(record).__name__}")
-        if text_field not in record:
-            raise ValueError(f"{path}, line {number}: the record has no {text_field!r} field "
-                             f"(fields: {', '.join(map(repr, list(record)[:8]))})")
-        text = record[text_field]
-        if not isinstance(text, str):
-            raise ValueError(f"{path}, line {number}: field {text_field!r} is "
-                             f"{type(text).__name__}, not a string")
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            raise ValueError(f"{path}, line {number}: the record holds a lone surrogate escape "
-                             f"(\\ud800-\\udfff); it cannot be encoded as UTF-8") from None
-        yield text
+        yield _jsonl_text(line, name, number, text_field)
+
+
+def _jsonl_text(line: str, name: str, number: int, text_field: str) -> str:
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{name}, line {number}: not valid JSON ({exc.msg} at column "
+                         f"{exc.colno})") from None
+    if not isinstance(record, dict):
+        raise ValueError(f"{name}, line {number}: expected a JSON object with a "
+                         f"{text_field!r} field, found {type(record).__name__}")
+    if text_field not in record:
+        raise ValueError(f"{name}, line {number}: the record has no {text_field!r} field "
+                         f"(fields: {', '.join(map(repr, list(record)[:8]))})")
+    text = record[text_field]
+    if not isinstance(text, str):
+        raise ValueError(f"{name}, line {number}: field {text_field!r} is "
+                         f"{type(text).__name__}, not a string")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"{name}, line {number}: the record holds a lone surrogate escape "
+                         f"(\\ud800-\\udfff); it cannot be encoded as UTF-8") from None
+    return text
+
+
+def read_parquet(path: str, text_field: str = "text") -> Iterator[str]:
+    """The ``text_field`` column of a Parquet file, row by row (nulls are refused)."""
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise ImportError(f"{path}: reading .parquet files needs pyarrow: "
+                          f"pip install 'superword[parquet]'") from None
+    try:
+        pf = pq.ParquetFile(path)
+    except Exception as exc:  # pyarrow raises its own ArrowInvalid / OSError variety
+        raise ValueError(f"{path}: not a readable Parquet file ({exc})") from None
+    columns = pf.schema_arrow.names
+    if text_field not in columns:
+        raise ValueError(f"{path}: no column {text_field!r} (columns: "
+                         f"{', '.join(map(repr, columns[:12]))}); choose one with --text-field")
+    kind = pf.schema_arrow.field(text_field).type
+    if str(kind) not in ("string", "large_string", "string_view"):
+        raise ValueError(f"{path}: column {text_field!r} holds {kind}, not strings")
+    row = 0
+    for batch in pf.iter_batches(columns=[text_field], batch_size=8192):
+        for text in batch.column(0).to_pylist():
+            if text is None:
+                raise ValueError(f"{path}, row {row}: column {text_field!r} is null")
+            yield text
+            row += 1
+
+
+# ----------------------------------------------------------------------------------------
+# limits and tallies (the command line's --max-bytes / --max-docs, and provenance)
+
+@dataclass
+class Tally:
+    """Documents and UTF-8 bytes seen, per input name, as the documents stream past."""
+    inputs: dict[str, list[int]] = field(default_factory=dict)
+
+    def count(self, name: str, documents: Iterable[str]) -> Iterator[str]:
+        entry = self.inputs.setdefault(name, [0, 0])
+        for doc in documents:
+            entry[0] += 1
+            entry[1] += len(doc.encode("utf-8", "surrogatepass"))
+            yield doc
+
+    def records(self) -> list[dict[str, Any]]:
+        return [{"name": n, "documents": d, "bytes": b} for n, (d, b) in self.inputs.items()]
+
+
+def limited(documents: Iterable[str], max_bytes: int | None = None,
+            max_docs: int | None = None) -> Iterator[str]:
+    """The first documents of ``documents``: at most ``max_docs``, and stopping once
+    ``max_bytes`` UTF-8 bytes have been yielded (the document that reaches it included).
+
+    >>> list(limited(["ab", "cd", "ef"], max_bytes=3))
+    ['ab', 'cd']
+    """
+    size, n = 0, 0
+    it = iter(documents)
+    while (max_docs is None or n < max_docs) and (max_bytes is None or size < max_bytes):
+        doc = next(it, None)
+        if doc is None:
+            return
+        size += len(doc.encode("utf-8", "surrogatepass"))
+        n += 1
+        yield doc
 
 
 # ----------------------------------------------------------------------------------------
 # the default corpus of the command line: this Python's own standard library
+
+#: every HELD_BACK-th standard-library file is held back from training, for measurements
+HELD_BACK = 25
+
 
 def stdlib_sources() -> list[Path]:
     """The ``.py`` files of the running interpreter's standard library (no site-packages),
@@ -141,6 +370,15 @@ def stdlib_sources() -> list[Path]:
     files = [p for p in root.rglob("*.py")
              if not {"site-packages", "dist-packages", "__pycache__"} & set(p.parts)]
     return sorted(files)
+
+
+def stdlib_split() -> tuple[list[Path], list[Path]]:
+    """(training files, held-back files) of :func:`stdlib_sources`: every 25th file, counting
+    from the 13th, is held back and never trained on by the command line."""
+    files = stdlib_sources()
+    held = [f for i, f in enumerate(files) if i % HELD_BACK == HELD_BACK // 2]
+    kept = [f for i, f in enumerate(files) if i % HELD_BACK != HELD_BACK // 2]
+    return kept, held
 
 
 def stdlib_documents(files: list[Path] | None = None) -> Iterator[str]:

@@ -1,30 +1,64 @@
-"""The ``superword`` command line.
+"""The superword command line: train, inspect and use BPE, BoundlessBPE and SuperBPE tokenizers.
 
     superword train [INPUTS ...] --vocab-size N [--algorithm boundless] -o OUT.model
-    superword encode MODEL TEXT
+    superword stats MODEL [MODEL ...] [--on FILES] [--json]
+    superword plot MODEL [MODEL ...] [--on FILES] -o FILE.png
+    superword vocab MODEL [--superwords] [--top N] [--grep PATTERN]
+    superword encode MODEL [TEXT | --file FILE | -] [--ids | --json]
     superword export MODEL --to hf|tiktoken|minbpe OUT [--sample FILE ...]
 
-With no INPUTS, ``train`` uses a corpus every Python installation has: the ``.py`` sources
-of the running interpreter's standard library, one document per file.
+Every INPUT / FILE is a path: a file, a folder (its .txt/.jsonl/.parquet files, optionally
+.gz/.zst, recursively), a glob, or - for standard input.  With no INPUTS, train uses a corpus
+every Python installation has: the .py sources of the running interpreter's standard library,
+one document per file, except every 25th file, which is held back for measurements (the
+default text of stats and plot).
 """
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
+from typing import Any
 
-from . import _api, _inputs
-from .reference.tokens import render
+from . import __version__, _api, _display, _inputs, _progress, stats
+from .reference import model as _model
+
+NAMES = {"word": "BPE", "boundless": "BoundlessBPE", "superbpe": "SuperBPE"}
+#: the size of the sample of the training text measured after training, when nothing is held back
+SAMPLE_BYTES = 2_000_000
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _add_reading(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--text-field", default="text", metavar="FIELD",
+                   help="JSONL field / Parquet column holding the text (default: text)")
+    p.add_argument("--max-bytes", type=_positive, metavar="N", help="read at most about N bytes of text")
+    p.add_argument("--max-docs", type=_positive, metavar="N", help="read at most N documents")
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="superword", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="superword", description=__doc__.split("\n\n")[0],
+                                     epilog=__doc__.split("\n\n", 2)[2],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"superword {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     t = sub.add_parser("train", help="train a tokenizer and write its model file")
     t.add_argument("inputs", nargs="*", metavar="INPUT",
-                   help=".txt / .jsonl files (optionally .gz); default: the Python standard library")
+                   help="files, folders, globs or - (stdin); default: the Python standard library")
     t.add_argument("--algorithm", choices=["bpe", "boundless", "superbpe"], default="boundless")
     t.add_argument("--vocab-size", type=int, default=8192, metavar="N",
                    help="total number of tokens, the 243 byte tokens included (default 8192)")
@@ -34,17 +68,49 @@ def _parser() -> argparse.ArgumentParser:
                    help="simple pre-tokenization (GPT-4o pattern only, no script runs)")
     t.add_argument("--scripts", metavar="A,B,...",
                    help="scripts split into one letter per pretoken "
-                        "(default Han,Hiragana,Katakana,Khmer,Lao,Myanmar,Thai)")
+                        "(default Han,Hiragana,Katakana,Khmer,Lao,Myanmar,Thai; '' for none)")
     t.add_argument("--greedy-split", action="store_true",
                    help="cut supermerge candidates into frequent n-grams (paper, Appendix B)")
-    t.add_argument("--text-field", default="text", help="JSONL field holding the text")
+    t.add_argument("--tau", type=float, default=1.1, metavar="T",
+                   help="PickyBPE: delete a merged token when the merge used at least this share "
+                        "of it (default 1.1: never; needs --backend reference for now)")
+    t.add_argument("--blowup", action="store_true",
+                   help="PickyBPE: a deleted token falls apart into bytes, not its two halves")
+    _add_reading(t)
+    t.add_argument("--threads", type=_positive, metavar="N", help="worker threads (default: all cores)")
     t.add_argument("--backend", choices=list(_api.BACKENDS), default=None)
+    t.add_argument("--no-compare", action="store_true",
+                   help="skip the compression summary against the word model")
     t.add_argument("-o", "--output", required=True, metavar="OUT.model")
     t.add_argument("-q", "--quiet", action="store_true", help="no progress output")
 
-    e = sub.add_parser("encode", help="encode a text with a model; print ids and tokens")
+    s = sub.add_parser("stats", help="measure models side by side on the same text")
+    s.add_argument("models", nargs="+", metavar="MODEL")
+    s.add_argument("--on", nargs="+", metavar="FILE",
+                   help="text to measure on (default: the held-back slice of the standard library)")
+    _add_reading(s)
+    s.add_argument("--json", action="store_true", help="one JSON object for machines")
+
+    p = sub.add_parser("plot", help="draw token lengths, compression and merge counts (needs matplotlib)")
+    p.add_argument("models", nargs="+", metavar="MODEL")
+    p.add_argument("--on", nargs="+", metavar="FILE", help="text to measure on (default: as stats)")
+    _add_reading(p)
+    p.add_argument("-o", "--output", required=True, metavar="FILE.png")
+
+    v = sub.add_parser("vocab", help="list a model's tokens as readable text")
+    v.add_argument("model")
+    v.add_argument("--superwords", action="store_true", help="superword tokens only")
+    v.add_argument("--top", type=_positive, metavar="N", help="the N tokens with the highest count")
+    v.add_argument("--grep", metavar="PATTERN", help="tokens whose text matches this regular expression")
+    v.add_argument("--json", action="store_true", help="JSON lines for machines")
+
+    e = sub.add_parser("encode", help="encode a text; show its tokens")
     e.add_argument("model")
-    e.add_argument("text", help="the text to encode ('-' reads standard input)")
+    e.add_argument("text", nargs="?", help="the text ('-' or nothing: standard input)")
+    e.add_argument("--file", metavar="FILE", help="encode the contents of FILE")
+    out = e.add_mutually_exclusive_group()
+    out.add_argument("--ids", action="store_true", help="print the ids only")
+    out.add_argument("--json", action="store_true", help="ids, tokens and superword flags as JSON")
     e.add_argument("--backend", choices=list(_api.BACKENDS), default=None)
     _export_parser(sub)
     return parser
@@ -54,16 +120,16 @@ def _export_parser(sub: argparse._SubParsersAction) -> None:
     x = sub.add_parser("export", help="write a model for transformers/tokenizers, tiktoken or minbpe")
     x.add_argument("model")
     x.add_argument("--to", required=True, choices=["hf", "tiktoken", "minbpe"],
-                   help="hf: a directory with tokenizer.json; tiktoken: a .tiktoken ranks file; "
-                        "minbpe: a file prefix (PREFIX.model, PREFIX.vocab)")
+                   help="hf: a directory with tokenizer.json; tiktoken: a .tiktoken ranks file (and "
+                        "OUT.pattern, the pattern to give tiktoken); minbpe: a prefix (PREFIX.model, PREFIX.vocab)")
     x.add_argument("output", metavar="OUT")
     x.add_argument("--overwrite", action="store_true", help="hf: replace the files in a non-empty directory")
     for role in ("bos", "eos", "pad", "unk"):
-        x.add_argument(f"--{role}-token", metavar="TOKEN", help=f"hf: the {role} token (a registered special token)")
-    x.add_argument("--sample", nargs="*", default=[], metavar="FILE",
-                   help="hf / tiktoken: measure on these .txt / .jsonl files how often the "
-                        "exported tokenizer gives superword's ids")
-    x.add_argument("--sample-lines", type=int, default=2000, metavar="N",
+        x.add_argument(f"--{role}-token", metavar="TOKEN",
+                       help=f"hf: the {role} token (a special token; added to the export if the model lacks it)")
+    x.add_argument("--sample", nargs="+", default=[], metavar="FILE",
+                   help="hf / tiktoken: measure on these files how often the export gives superword's ids")
+    x.add_argument("--sample-docs", type=_positive, default=2000, metavar="N",
                    help="documents read from each sample file (default 2000)")
 
 
@@ -79,14 +145,14 @@ def _export(args: argparse.Namespace) -> None:
         print(f"wrote {args.output}/: " + ", ".join(ex.HF_FILES))
     elif args.to == "tiktoken":
         pattern = tok.save_tiktoken(args.output)
-        print(f"wrote {args.output}; give tiktoken.Encoding this pat_str:\n{pattern}")
+        ex.write_atomic(args.output + ".pattern", pattern)
+        print(f"wrote {args.output} and {args.output}.pattern (tiktoken.Encoding's pat_str)")
     else:
         minbpe.from_superword(tok).save(args.output)
         print(f"wrote {args.output}.model and {args.output}.vocab")
         return
     for path in args.sample:
-        _inputs.resolve_inputs([path])
-        texts = list(itertools.islice(_inputs.documents_of([path], None, "text"), args.sample_lines))
+        texts = list(itertools.islice(_inputs.iter_documents([path]), args.sample_docs))
         if args.to == "hf":
             a = ex.hf_agreement(tok, args.output, texts)
         else:
@@ -95,77 +161,273 @@ def _export(args: argparse.Namespace) -> None:
               f"token count {a['token_difference']:+.3%} ({a['tokens']:,} superword tokens)")
 
 
-class _Progress:
-    """One status line per stage on stderr, rewritten in place."""
+# ----------------------------------------------------------------------------------------
+# reading text
 
-    def __init__(self, quiet: bool):
-        self.quiet, self.last = quiet, 0.0
-        self.stage: str | None = None
+def _read_utf8(path: str) -> str:
+    """A whole file, or standard input for ``-``, as strict UTF-8."""
+    name = "standard input" if path == "-" else path
+    try:
+        if path == "-":
+            data = sys.stdin.buffer.read()
+        else:
+            with open(path, "rb") as f:
+                data = f.read()
+    except OSError as exc:
+        raise OSError(f"{name}: cannot be read ({exc.strerror or exc})") from None
+    try:
+        return data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{name} is not valid UTF-8 (byte 0x{data[exc.start]:02x} at byte "
+                         f"offset {exc.start})") from None
 
-    def __call__(self, stage: str, done: int, total: int) -> None:
-        if self.quiet:
-            return
-        now = time.monotonic()
-        if stage == self.stage and now - self.last < 0.2 and done != total:
-            return
-        if stage != self.stage and self.stage is not None:
-            sys.stderr.write("\n")
-        self.stage, self.last = stage, now
-        label = {"count": "pre-tokenize + count documents", "merges": "phase 1 merges",
-                 "candidates": "supermerge candidates", "phase2": "phase 2 tokens"}.get(stage, stage)
-        sys.stderr.write(f"\r{label}: {done:,}" + (f" / {total:,}" if total else ""))
-        sys.stderr.flush()
 
-    def close(self) -> None:
-        if not self.quiet and self.stage is not None:
-            sys.stderr.write("\n")
+def _texts(args: argparse.Namespace) -> tuple[list[str], str]:
+    """The texts that stats and plot measure on, and how to describe them."""
+    if args.on:
+        paths = _inputs.expand_paths(args.on, what="--on")
+        docs = _inputs.documents_of(paths, None, args.text_field)
+        source = ", ".join("standard input" if p == "-" else p for p in args.on)
+    else:
+        held = _inputs.stdlib_split()[1]
+        docs = _inputs.stdlib_documents(held)
+        source = f"{len(held)} held-back files of {_inputs.describe_stdlib(_inputs.stdlib_sources())}"
+    texts = list(_inputs.limited(docs, args.max_bytes, args.max_docs))
+    if not any(texts):
+        raise ValueError(f"--on: no text in {source} (the files are empty)")
+    return texts, source
+
+
+# ----------------------------------------------------------------------------------------
+# train
+
+def _training_inputs(args: argparse.Namespace) -> tuple[Any, str, _inputs.Tally | None, Any]:
+    """(inputs for train(), description, tally of Python-read documents or None, a function
+    giving a fresh sample of text for the summary or None)."""
+    limits = args.max_bytes is not None or args.max_docs is not None
+    if not args.inputs:
+        train_files, held = _inputs.stdlib_split()
+        tally = _inputs.Tally()
+        docs = tally.count(_inputs.describe_stdlib(train_files),
+                           _inputs.limited(_inputs.stdlib_documents(train_files), args.max_bytes,
+                                           args.max_docs))
+        held_back = (lambda: list(_inputs.stdlib_documents(held)),
+                     f"{len(held)} held-back standard-library files")
+        return docs, _inputs.describe_stdlib(train_files), tally, held_back
+    paths = _inputs.expand_paths(args.inputs)
+    source = ", ".join(args.inputs) + (f" ({len(paths)} files)" if len(paths) != len(args.inputs) else "")
+    rereadable = all(p != "-" and os.path.isfile(p) for p in paths)  # not stdin, not a pipe
+
+    def sample_of_training_text() -> list[str]:
+        return list(_inputs.limited(_inputs.documents_of(paths, None, args.text_field), SAMPLE_BYTES))
+    sample: tuple[Any, str] | None = None
+    if rereadable:
+        sample = (sample_of_training_text, "the first 2 MB of the training text (not held back)")
+    if not limits and all(_inputs.read_in_rust(p) for p in paths):
+        return paths, source, None, sample
+    tally = _inputs.Tally()
+    docs = _inputs.limited(_inputs.documents_of(paths, None, args.text_field, tally),
+                           args.max_bytes, args.max_docs)
+    return docs, source, tally, sample
 
 
 def _train(args: argparse.Namespace) -> None:
-    if args.inputs:
-        inputs: object = args.inputs
-        _inputs.resolve_inputs(inputs)  # fail on a missing file before anything else
-        source = ", ".join(args.inputs)
+    if args.scripts is not None:
+        scripts: list[str] | None = [s.strip() for s in args.scripts.split(",") if s.strip()]
+        if args.simple:
+            raise ValueError("--scripts only applies without --simple")
     else:
-        files = _inputs.stdlib_sources()
-        inputs = _inputs.stdlib_documents(files)
-        source = _inputs.describe_stdlib(files)
-    scripts = args.scripts.split(",") if args.scripts else None
+        scripts = None
+    inputs, source, tally, sample = _training_inputs(args)
+    settings = dict(vocab_size=args.vocab_size, algorithm=args.algorithm,
+                    supermerges=args.supermerges, script_aware=not args.simple, scripts=scripts,
+                    greedy_split=args.greedy_split, text_field=args.text_field,
+                    backend=args.backend, threads=args.threads, tau=args.tau, blowup=args.blowup)
     if not args.quiet:
-        print(f"training {args.algorithm} (vocab_size={args.vocab_size}) on {source}", file=sys.stderr)
-    progress = _Progress(args.quiet)
+        print(f"training {NAMES.get(args.algorithm, args.algorithm)} (vocab_size={args.vocab_size}) "
+              f"on {source}", file=sys.stderr)
+    progress = _progress.Progress(quiet=args.quiet)
     start = time.perf_counter()
     try:
-        tok = _api.train(list(inputs) if isinstance(inputs, list) else inputs,
-                         vocab_size=args.vocab_size, algorithm=args.algorithm,
-                         supermerges=args.supermerges, script_aware=not args.simple,
-                         scripts=scripts, greedy_split=args.greedy_split,
-                         text_field=args.text_field, backend=args.backend, progress=progress)
+        tok = _api.train(inputs, progress=progress, **settings)
     finally:
         progress.close()
     seconds = time.perf_counter() - start
+    if tok.provenance is not None:
+        if tally is not None:
+            tok.provenance["inputs"] = tally.records()
+        tok.provenance["settings"].update(max_bytes=args.max_bytes, max_docs=args.max_docs)
     tok.save(args.output)
-    stages = ", ".join(f"{k} {v:.2f}s" for k, v in tok.training_stats.items())
-    print(f"wrote {args.output}: {tok.kind} model, {tok.vocab_size} tokens, "
-          f"{tok.num_supermerges} supermerges, {seconds:.1f}s ({stages})")
-    supers = [raw for _, raw, sup in tok if sup][:12]
+    print(f"wrote {args.output} (+ {os.path.basename(args.output)}.json): {NAMES[tok.kind]}, "
+          f"{tok.vocab_size:,} tokens, {tok.num_supermerges:,} superwords, {seconds:.1f} s")
+    row = [f"{tok.training_stats[k]:.2f}" if k in tok.training_stats and (tok.kind != "word" or k in
+           ("pretokenize_count", "phase1")) else "-" for k, _ in _progress.STAGE_COLUMNS]
+    _display.table(["trainer", *[c for _, c in _progress.STAGE_COLUMNS], "total s"],
+                   [[NAMES[tok.kind], *row, f"{seconds:.2f}"]])
+    supers = [raw for _, raw, sup in tok if sup][:10]
     if supers:
-        print("first superword tokens: " + "  ".join(repr(s.decode("utf-8", "replace")) for s in supers))
+        print("first superwords: " + "  ".join(_display.readable(s) for s in supers))
+    if not args.no_compare and sample is not None:
+        print(_compression_summary(tok, args, settings, sample))
+
+
+def _compression_summary(tok: _api.Tokenizer, args: argparse.Namespace, settings: dict[str, Any],
+                         sample: tuple[Any, str]) -> str:
+    """One line: the new model's bytes per token, against its phase-1 word model."""
+    make_texts, where = sample
+    texts = make_texts()
+    if tok.kind == "word":
+        result = stats.evaluate([tok], texts)[0]
+        return f"BPE: {result['bytes_per_token']:.2f} bytes/token on {where}"
+    started = time.perf_counter()
+    if tok.kind == "superbpe":
+        word, how = word_model_of(tok), "the phase-1 word model = this model without its supermerges"
+    else:  # BoundlessBPE keeps only part of its word model: train that BPE model again
+        again = dict(settings, algorithm="bpe", supermerges=None, greedy_split=False)
+        if not args.quiet:
+            print("training BPE at the same vocab size for the comparison (--no-compare skips it)",
+                  file=sys.stderr)
+        inputs = _training_inputs(args)[0]
+        word = _api.train(inputs, **again)
+        how = (f"the phase-1 word model = BPE at the same vocab size and settings, trained again "
+               f"for this comparison in {time.perf_counter() - started:.1f} s; --no-compare skips it")
+    ours, base = stats.evaluate([tok, word], texts)
+    fewer = 100 * (1 - ours["tokens"] / base["tokens"])
+    return (f"{NAMES[tok.kind]}: {ours['bytes_per_token']:.2f} bytes/token, {fewer:.1f} % fewer tokens "
+            f"than BPE ({base['bytes_per_token']:.2f} bytes/token) on {where}\n  ({how})")
+
+
+def word_model_of(tok: _api.Tokenizer) -> _api.Tokenizer:
+    """A SuperBPE model's phase-1 word model: its regular tokens and merges (SPEC 5: the word
+    tokens come first, so their ids stay the same)."""
+    model = stats.read_model_text(tok.model_text())
+    regular = [i for i, sup in enumerate(model.is_super) if not sup]
+    word = _model.Model("word", model.settings, [model.vocab[i] for i in regular],
+                        [model.counts[i] for i in regular], [False] * len(regular), model.merges,
+                        special_tokens={})
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "word.model")
+        _model.write_model(word, path)
+        return _api.Tokenizer.load(path, backend=tok.backend)
+
+
+# ----------------------------------------------------------------------------------------
+# stats, plot
+
+def _names(paths: list[str]) -> list[str]:
+    short = [os.path.basename(p) for p in paths]
+    return short if len(set(short)) == len(short) else list(paths)
+
+
+def _stats(args: argparse.Namespace) -> None:
+    models = [_api.Tokenizer.load(m) for m in args.models]
+    texts, source = _texts(args)
+    results = stats.evaluate(models, texts, names=_names(args.models))
+    if args.json:
+        json.dump({"text": {"source": source, "documents": len(texts), "bytes": results[0]["bytes"]},
+                   "models": results}, sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write("\n")
+        return
+    print(f"measured on {source}: {len(texts):,} documents, {results[0]['bytes']:,} bytes "
+          f"(* marks the best value of a row)")
+    rows = [["kind", *[NAMES[r["kind"]] for r in results]],
+            ["vocabulary size", *[f"{r['vocab_size']:,}" for r in results]]]
+    for key, label, better in stats.METRICS:
+        winners = stats.best(results, key, better)
+        rows.append([label, *[_fmt(r[key], label) + ("*" if i in winners else "")
+                              for i, r in enumerate(results)]])
+    _display.table(["metric", *[r["name"] for r in results]], rows)
+    for r in results:
+        prov = r["provenance"]
+        if prov:
+            inputs = ", ".join(i["name"] for i in prov["inputs"][:3]) + (" ..." if len(prov["inputs"]) > 3 else "")
+            size = sum(i["bytes"] or 0 for i in prov["inputs"])
+            print(f"{r['name']}: trained by superword {prov['superword_version']} on {inputs} "
+                  f"({size / 1e6:.1f} MB) in {prov['total_seconds']:.1f} s, {prov['created_utc']}")
+        else:
+            print(f"{r['name']}: no provenance sidecar")
+
+
+def _fmt(value: float, label: str) -> str:
+    if isinstance(value, int):
+        return f"{value:,}"
+    return f"{value:.1f}" if "(%)" in label else f"{value:.3f}"
+
+
+def _plot(args: argparse.Namespace) -> None:
+    from . import plot  # says which extra to install when matplotlib is missing
+    plot.require_matplotlib()
+    models = [_api.Tokenizer.load(m) for m in args.models]
+    texts, source = _texts(args)
+    plot.plot(models, texts, args.output, names=_names(args.models), source=source)
+    print(f"wrote {args.output}")
+
+
+# ----------------------------------------------------------------------------------------
+# vocab, encode
+
+def _vocab(args: argparse.Namespace) -> None:
+    tok = _api.Tokenizer.load(args.model)
+    model = stats.read_model_text(tok.model_text(), args.model)
+    rows = [(i, raw, model.counts[i], sup) for i, raw, sup in tok]
+    if args.superwords:
+        rows = [r for r in rows if r[3]]
+    if args.grep is not None:
+        import regex
+        try:
+            pattern = regex.compile(args.grep)
+        except regex.error as exc:
+            raise ValueError(f"--grep: not a valid regular expression ({exc})") from None
+        rows = [r for r in rows if pattern.search(r[1].decode("utf-8", "replace"))]
+    if args.top is not None:
+        rows = sorted(rows, key=lambda r: (-r[2], r[0]))[:args.top]
+    if args.json:
+        for i, raw, count, sup in rows:
+            print(json.dumps({"id": i, "text": raw.decode("utf-8", "replace"), "bytes": list(raw),
+                              "count": count, "superword": sup}, ensure_ascii=False))
+        return
+    _display.table(["id", "count", "superword", "token"],
+                   [[str(i), f"{count:,}", "yes" if sup else "", _display.readable(raw)]
+                    for i, raw, count, sup in rows])
 
 
 def _encode(args: argparse.Namespace) -> None:
-    text = sys.stdin.read() if args.text == "-" else args.text
+    if args.file is not None and args.text is not None:
+        raise ValueError("give the text as an argument or with --file, not both")
+    if args.file is not None:
+        text = _read_utf8(args.file)
+    elif args.text is None or args.text == "-":
+        text = _read_utf8("-")
+    else:
+        text = args.text
     tok = _api.Tokenizer.load(args.model, backend=args.backend)
     ids = tok.encode(text, allowed_special="all")
-    print(" ".join(map(str, ids)))
-    print(" ".join(render(tok.token_bytes(i)) for i in ids))
+    if args.ids:
+        print(" ".join(map(str, ids)))
+        return
+    special = set(tok.special_tokens.values())
+    tokens = [(tok.token_bytes(i), i not in special and tok.is_superword(i)) for i in ids]
+    if args.json:
+        json.dump({"ids": ids, "tokens": [raw.decode("utf-8", "replace") for raw, _ in tokens],
+                   "superword": [sup for _, sup in tokens]}, sys.stdout, ensure_ascii=False)
+        sys.stdout.write("\n")
+        return
+    print(_display.show_tokens(tokens, _display.use_color(sys.stdout)))
+    size = len(text.encode("utf-8"))
+    print(f"{len(ids):,} tokens, {sum(s for _, s in tokens):,} superwords, "
+          f"{size / max(len(ids), 1):.2f} bytes per token")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    commands = {"train": _train, "encode": _encode, "stats": _stats, "plot": _plot, "vocab": _vocab,
+                "export": _export}
     try:
-        {"train": _train, "encode": _encode, "export": _export}[args.command](args)
-    except (ValueError, TypeError, OSError, NotImplementedError) as exc:
+        commands[args.command](args)
+    except BrokenPipeError:  # `superword vocab m.model | head`
+        sys.stderr.close()
+        return 0
+    except (ValueError, TypeError, OSError, NotImplementedError, ImportError) as exc:
         print(f"superword: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -82,6 +82,8 @@ pub struct Pretokenizer {
     script: Option<Matcher>,
     /// per script index of the [`ScriptTable`]: uses the script pattern?
     specific: Vec<bool>,
+    /// does Latin use the script pattern?  (then ASCII text is not a single main-pattern run)
+    latin_specific: bool,
 }
 
 impl Pretokenizer {
@@ -120,7 +122,11 @@ impl Pretokenizer {
                 (Some(Matcher::new(p, "script_pattern")?), Some(sorted), specific)
             }
         };
+        let latin_specific = table
+            .index_of("Latin")
+            .is_some_and(|i| specific.get(i as usize) == Some(&true));
         Ok(Pretokenizer {
+            latin_specific,
             main_pattern: main_pattern.to_string(),
             script_pattern: script_pattern.map(str::to_string),
             scripts,
@@ -135,8 +141,9 @@ impl Pretokenizer {
         let Some(script) = &self.script else {
             return self.main.for_each(text, &mut emit);
         };
-        if text.is_ascii() {
-            // only Latin and Common: a single run with the main pattern
+        if text.is_ascii() && !self.latin_specific {
+            // only Latin and Common: a single run with the main pattern (unless Latin itself is
+            // configured to use the script pattern)
             return self.main.for_each(text, &mut emit);
         }
         let table = ScriptTable::get();

@@ -78,6 +78,7 @@ class Pretokenizer:
         self._table = script_table()
         # one flag per script index: does this script use the script-specific pattern?
         self._specific = [name in self.scripts for name in known]
+        self._latin_specific = "Latin" in self.scripts
 
     @property
     def script_aware(self) -> bool:
@@ -87,7 +88,9 @@ class Pretokenizer:
         """Return the pretokens of ``text``; they always concatenate back to ``text``."""
         if not self.script_aware:
             return self._main.findall(text)
-        if text.isascii():  # only Latin and Common: a single run with the main pattern
+        if text.isascii() and not self._latin_specific:
+            # only Latin and Common: a single run with the main pattern (unless Latin itself uses
+            # the script pattern)
             return self._main.findall(text)
         return [piece for run, specific in self.script_runs(text)
                 for piece in (self._script if specific else self._main).findall(run)]

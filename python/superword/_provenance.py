@@ -1,0 +1,80 @@
+"""How a model was made, in a sidecar file beside it: ``MODEL.json`` for ``MODEL``.
+
+The model file itself stays byte-identical to the paper's format (SPEC 8), so everything
+else a user wants to know later lives here: superword's version, the algorithm and its
+settings, the inputs (names, documents, bytes) and the seconds per training stage.  The
+sidecar stores the SHA-256 of the model text; a sidecar that does not match its model (the
+model was replaced, the sidecar was not) is reported and ignored.
+"""
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import os
+import platform
+import warnings
+from typing import Any
+
+FORMAT = "superword provenance 1"
+
+
+def sidecar_path(model_path: str | os.PathLike[str]) -> str:
+    """``stdlib.model`` -> ``stdlib.model.json``."""
+    return os.fspath(model_path) + ".json"
+
+
+def make(algorithm: str, settings: dict[str, Any], inputs: list[dict[str, Any]],
+         stages: dict[str, float], seconds: float) -> dict[str, Any]:
+    from . import __version__
+    return {
+        "format": FORMAT,
+        "superword_version": __version__,
+        "python": platform.python_version(),
+        "created_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "algorithm": algorithm,
+        "settings": settings,
+        "inputs": inputs,
+        "stages_seconds": {k: round(v, 4) for k, v in stages.items()},
+        "total_seconds": round(seconds, 4),
+    }
+
+
+def digest(model_text: str) -> str:
+    return hashlib.sha256(model_text.encode("utf-8")).hexdigest()
+
+
+def write(model_path: str | os.PathLike[str], provenance: dict[str, Any], model_text: str) -> None:
+    record = dict(provenance, model_sha256=digest(model_text))
+    path = sidecar_path(model_path)
+    tmp = f"{path}.tmp{os.getpid()}"
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:  # the user's umask, like the model file
+            f.write(json.dumps(record, indent=2, ensure_ascii=False) + "\n")
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def read(model_path: str | os.PathLike[str], model_text: str) -> dict[str, Any] | None:
+    """The provenance beside ``model_path``, or ``None`` when there is no sidecar.  An
+    unreadable or mismatched sidecar gives a warning (naming it) and ``None``."""
+    path = sidecar_path(model_path)
+    if not os.path.exists(path):
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            record = json.load(f)
+    except (OSError, ValueError) as exc:
+        warnings.warn(f"{path}: provenance sidecar ignored, it cannot be read ({exc})", stacklevel=3)
+        return None
+    if not isinstance(record, dict) or record.get("format") != FORMAT:
+        warnings.warn(f"{path}: provenance sidecar ignored, it is not a superword provenance file",
+                      stacklevel=3)
+        return None
+    if record.get("model_sha256") != digest(model_text):
+        warnings.warn(f"{path}: provenance sidecar ignored, it describes another version of "
+                      f"{os.fspath(model_path)}", stacklevel=3)
+        return None
+    return record
