@@ -96,9 +96,10 @@ def test_our_bpe_models_load_in_tiktoken_with_the_same_ids(tmp_path, backend):
     assert [tok.encode_ordinary(d) for d in docs] == [enc.encode_ordinary(d) for d in docs]
     again = superword.Tokenizer.from_tiktoken(path, tok.pattern, backend=backend)
     assert [again.encode_ordinary(d) for d in docs[:500]] == [tok.encode_ordinary(d) for d in docs[:500]]
+    assert tok.save_tiktoken(path) == tok.pattern
+    # script-aware models get the closest single pattern instead (measured in test_hf.py)
     aware = superword.train(docs[:200], 400, "bpe", backend=backend)
-    with pytest.raises(ValueError, match="only plain BPE models with simple pre-tokenization"):
-        aware.save_tiktoken(tmp_path / "no.tiktoken")
+    assert aware.save_tiktoken(tmp_path / "aware.tiktoken") != aware.pattern
 
 
 def test_encode_batch_does_not_depend_on_threads():
