@@ -92,7 +92,13 @@ def corpus_slices(path: Path) -> list[str]:
 @pytest.mark.parametrize("name", PATTERNS)
 @pytest.mark.parametrize("path", corpus_files(), ids=lambda p: p.name)
 def test_matcher_equals_regex_on_the_shared_corpora(path, name):
-    """Every file of ../shared/data, whole (the Gutenberg file in slices cut at line ends)."""
+    """Every file of ../shared/data, whole (the Gutenberg file in slices cut at line ends).
+
+    The 100 MB Gutenberg file is checked with one spelling per matcher (cl100k, gpt2): the
+    other spellings run the same Rust matcher, which the smaller files and the random text
+    already tie to their spelling, and each pass over that file costs about a minute of CI."""
+    if path.suffix == ".gz" and name not in ("cl100k", "gpt2"):
+        pytest.skip("same matcher as another spelling; checked on the smaller files")
     pattern = PATTERNS[name]
     for part in corpus_slices(need(path)):
         assert _core.pretokenize(part, pattern) == regex.findall(pattern, part)
