@@ -28,6 +28,8 @@ use crate::tokens::{Vocab, BASE_VOCAB};
 pub struct Boundless {
     /// how many of the word model's merges were replayed
     pub used: usize,
+    /// how many of its deletions were replayed (those that follow a replayed merge)
+    pub deletions_used: usize,
     /// supermerges, in the ids of `phase2_vocab`
     pub supermerges: Vec<TrainMerge>,
     /// the word model's tokens, then the supermerges' new ones (the ids training used)
@@ -47,7 +49,7 @@ pub fn train_boundless(
     candidates: CutCandidates,
     control: &dyn Control,
 ) -> Result<Boundless> {
-    let target = word.vocab.len();
+    let target = word.order.len();
     // phase-2 token ids start as the word model's, so candidates need no translation
     let mut phase2_vocab = word.vocab.clone();
     let CutCandidates { segments, alone } = candidates;
@@ -63,30 +65,67 @@ pub fn train_boundless(
     let mut known: HashSet<Vec<u8>> = vocab.iter().cloned().collect();
     let mut supermerges: Vec<TrainMerge> = Vec::new();
     let mut used = 0; // regular merges replayed so far
-    let mut add = |token: &[u8], sup: bool, vocab: &mut Vec<Vec<u8>>, is_super: &mut Vec<bool>| {
+    let mut deleted = 0; // deletions replayed so far
+    let add = |token: &[u8],
+               sup: bool,
+               known: &mut HashSet<Vec<u8>>,
+               vocab: &mut Vec<Vec<u8>>,
+               is_super: &mut Vec<bool>| {
         if known.insert(token.to_vec()) {
             vocab.push(token.to_vec());
             is_super.push(sup);
         }
     };
+    // the word model's deletions come right after the merge they followed in phase 1: a
+    // deletion's index is the number of operations (merges and deletions) before it
+    let replay_deletions = |used: usize,
+                            deleted: &mut usize,
+                            known: &mut HashSet<Vec<u8>>,
+                            vocab: &mut Vec<Vec<u8>>,
+                            is_super: &mut Vec<bool>| {
+        while let Some(&(index, t)) = word.deletions.get(*deleted) {
+            if index != used + *deleted {
+                break;
+            }
+            let bytes = word.vocab.bytes(t);
+            if known.remove(bytes) {
+                let k = vocab
+                    .iter()
+                    .position(|v| v.as_slice() == bytes)
+                    .expect("known tokens are in the vocabulary");
+                vocab.remove(k);
+                is_super.remove(k);
+            }
+            *deleted += 1;
+        }
+    };
     while vocab.len() < target {
+        replay_deletions(used, &mut deleted, &mut known, &mut vocab, &mut is_super);
         let regular_count = word.merges.get(used).map_or(-1, |m| m.count as i128);
         match state.best(&phase2_vocab) {
             // strictly: ties go to the regular merge
             Some((pair, count)) if count as i128 > regular_count => {
                 let (merge, id) = state.merge_pair(&mut phase2_vocab, pair, count);
                 supermerges.push(merge);
-                add(phase2_vocab.bytes(id), true, &mut vocab, &mut is_super);
+                add(
+                    phase2_vocab.bytes(id),
+                    true,
+                    &mut known,
+                    &mut vocab,
+                    &mut is_super,
+                );
             }
             _ if used < word.merges.len() => {
                 let (l, r) = word.merges[used].pair;
                 add(
                     &[word.vocab.bytes(l), word.vocab.bytes(r)].concat(),
                     false,
+                    &mut known,
                     &mut vocab,
                     &mut is_super,
                 );
                 used += 1;
+                replay_deletions(used, &mut deleted, &mut known, &mut vocab, &mut is_super);
             }
             _ => break, // unreachable with target = the word model's size (see above)
         }
@@ -109,6 +148,7 @@ pub fn train_boundless(
     }
     Ok(Boundless {
         used,
+        deletions_used: deleted,
         supermerges,
         phase2_vocab,
         vocab,
@@ -166,7 +206,9 @@ mod tests {
             let n = vocab.len();
             let word = WordModel {
                 merges,
+                order: (0..vocab.len() as u32).collect(),
                 vocab,
+                deletions: Vec::new(),
                 counts: Vec::new(),
             };
             let with_cut = train_boundless(&word, cut(&candidates, threshold, n), &Silent).unwrap();
