@@ -64,6 +64,9 @@ struct Picky {
     extra: Vec<Vec<u8>>,
 }
 
+/// What [`Picky::apply`] does next: a merge (the pair and its result), or a deletion.
+type Operation = Option<((TokenId, TokenId), TokenId)>;
+
 /// The first of the ascending `indices` above `last`.
 fn first_above<T: Copy>(list: &[(u32, T)], last: i64) -> Option<(u32, T)> {
     let k = list.partition_point(|&(i, _)| i as i64 <= last);
@@ -182,8 +185,7 @@ impl Picky {
         let mut last: i64 = -1;
         let mut replaced: Vec<TokenId> = Vec::new();
         loop {
-            // (index, Some((pair, result)) for a merge or None for a deletion, token)
-            let mut best: Option<(u32, Option<((TokenId, TokenId), TokenId)>, TokenId)> = None;
+            let mut best: Option<(u32, Operation, TokenId)> = None;
             for w in tokens.windows(2) {
                 if let Some(list) = self.ranks.get(&(w[0], w[1])) {
                     if let Some((i, merged)) = first_above(list, last) {
@@ -793,6 +795,7 @@ mod tests {
             supermerges: Vec::new(),
             special_tokens: Vec::new(),
             ngrams: None,
+            deletions: Vec::new(),
         }
     }
 

@@ -68,6 +68,7 @@ pub struct Config {
 impl Config {
     /// `algorithm` is "bpe", "boundless" or "superbpe" (which needs `supermerges`);
     /// `script_pattern` and `scripts` as for [`Pretokenizer::new`].
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         vocab_size: usize,
         algorithm: &str,
