@@ -212,7 +212,7 @@ pub fn read_ngrams(model_path: &str) -> Result<Vec<Vec<Vec<u8>>>> {
         if e.kind() == std::io::ErrorKind::NotFound {
             Error::Value(format!(
                 "{name}: no n-gram table next to the model (greedy_split=True needs the sidecar \
-                 file that saving a model trained with greedy_split=True writes)"
+                 file '<model>.ngrams' that saving a model trained with greedy_split=True writes)"
             ))
         } else {
             Error::Io(format!("cannot read {name}: {e}"))
