@@ -45,7 +45,9 @@ const JUNK: [&str; 12] = [
 ];
 
 fn golden(path: &str) -> String {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/golden").join(path);
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/golden")
+        .join(path);
     std::fs::read_to_string(p).unwrap()
 }
 
@@ -72,7 +74,10 @@ fn mutate(rng: &mut Rng, text: &str) -> String {
             }
             4 => {
                 let cut = rng.below(lines[i].len() + 1);
-                let cut = (0..=cut).rev().find(|&c| lines[i].is_char_boundary(c)).unwrap_or(0);
+                let cut = (0..=cut)
+                    .rev()
+                    .find(|&c| lines[i].is_char_boundary(c))
+                    .unwrap_or(0);
                 lines[i].truncate(cut);
             }
             _ => {
@@ -95,8 +100,12 @@ fn mutated_model_files_load_or_fail_cleanly() {
     let mut loaded = 0;
     for case in 0..240 {
         let text = mutate(&mut rng, &sources[case % sources.len()]);
-        let Ok(model) = v2::loads(&text, "fuzz.model") else { continue };
-        let Ok(encoder) = Encoder::new(&model, false) else { continue };
+        let Ok(model) = v2::loads(&text, "fuzz.model") else {
+            continue;
+        };
+        let Ok(encoder) = Encoder::new(&model, false) else {
+            continue;
+        };
         loaded += 1;
         for s in SAMPLES {
             if let Ok(ids) = encoder.encode_ordinary(s) {
@@ -127,12 +136,16 @@ fn mutated_rank_files_load_or_fail_cleanly() {
 fn random_patterns_compile_or_fail_cleanly_and_pieces_cover_the_text() {
     let mut rng = Rng(0xDEAD_BEEF_CAFE_F00D);
     let atoms = [
-        "a", "\\p{L}", "\\s", "[^\\s]", "(", ")", "|", "+", "*", "?", "{2}", "{3,}", "{999999}", "(?=", "(?!",
-        "\\d", ".", "x{100}", "[", "]", "(?i:",
+        "a", "\\p{L}", "\\s", "[^\\s]", "(", ")", "|", "+", "*", "?", "{2}", "{3,}", "{999999}", "(?=",
+        "(?!", "\\d", ".", "x{100}", "[", "]", "(?i:",
     ];
     for case in 0..300 {
-        let pattern: String = (0..1 + rng.below(8)).map(|_| atoms[rng.below(atoms.len())]).collect();
-        let Ok(p) = Pretokenizer::new(&pattern, None, None) else { continue };
+        let pattern: String = (0..1 + rng.below(8))
+            .map(|_| atoms[rng.below(atoms.len())])
+            .collect();
+        let Ok(p) = Pretokenizer::new(&pattern, None, None) else {
+            continue;
+        };
         for s in SAMPLES {
             let mut pieces = Vec::new();
             if p.for_each(s, |piece| pieces.push(piece)).is_ok() {

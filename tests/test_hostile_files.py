@@ -9,12 +9,11 @@ import time
 
 import pytest
 import superword
+from helpers import GOLDEN, need
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from superword.minbpe import RegexTokenizer
 from superword.reference.pretokenize import MAX_PATTERN_SIZE, pattern_size
-
-from helpers import GOLDEN, need
 
 BACKENDS = ["reference", "rust"]
 DOCS = ["the cat sat on the mat", "the dog sat on the log", "今日は良い天気です"] * 5

@@ -191,9 +191,6 @@ class Tokenizer:
         count = line(2)
         if not (count.isascii() and count.isdigit()) or len(count) > 9:
             raise ValueError(f"{path}, line 3: expected the number of special tokens, found {count[:40]!r}")
-        if 3 + int(count) > len(lines):
-            raise ValueError(f"{path}, line 3: the file says {int(count)} special tokens, but has "
-                             f"only {len(lines)} lines")
         special: dict[str, int] = {}
         for n in range(3, 3 + int(count)):
             parts = line(n).split()

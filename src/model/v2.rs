@@ -192,8 +192,7 @@ pub fn loads_ngrams(text: &str, name: &str) -> Result<Vec<Vec<Vec<u8>>>> {
 
 fn read_ngram_lines(lines: &mut Lines) -> Result<Vec<Vec<Vec<u8>>>> {
     let k = lines.count("n-grams")?;
-    lines.check_room(k, 2, "n-grams")?;
-    let mut table = Vec::with_capacity(k);
+    let mut table = Vec::with_capacity(lines.room(k, 2));
     for _ in 0..k {
         let line = lines.next("an n-gram")?;
         table.push(
@@ -308,16 +307,12 @@ impl<'a> Lines<'a> {
             .map_err(|_| self.error(format!("number of {what} too large")))
     }
 
-    /// A count read from the file must fit in what is left of it (each entry takes at least
-    /// `min_line` bytes), so that a hostile count cannot make us allocate before reading.
-    fn check_room(&self, n: usize, min_line: usize, what: &str) -> Result<()> {
-        if n.saturating_mul(min_line) > self.rest.len() {
-            return Err(self.error(format!(
-                "the file says {n} {what}, but only {} bytes follow",
-                self.rest.len()
-            )));
-        }
-        Ok(())
+    /// How many of `n` entries, each at least `min_line` bytes, what is left of the file can
+    /// hold: a count read from a file only pre-allocates that much, so a hostile count (a
+    /// vocabulary of 10^14) cannot abort the process; its entries then run out and the line
+    /// where they do is named, as the reference names it.
+    fn room(&self, n: usize, min_line: usize) -> usize {
+        n.min(self.rest.len() / min_line)
     }
 
     fn fields(&mut self, n: usize, what: &str) -> Result<Vec<&'a str>> {
@@ -363,13 +358,13 @@ pub fn loads(text: &str, name: &str) -> Result<Model> {
     .ok_or_else(|| lines.error(format!("not a BoundlessBPE v2 model (header {})", show(header))))?;
     lines.expect("vocabulary")?;
     let n = lines.count("vocabulary entries")?;
-    lines.check_room(n, 8, "vocabulary entries")?;
+    let room = lines.room(n, 8);
     let (mut vocab, mut counts, mut is_super) = (
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
+        Vec::with_capacity(room),
+        Vec::with_capacity(room),
+        Vec::with_capacity(room),
     );
-    let mut seen = std::collections::HashSet::with_capacity(n);
+    let mut seen = std::collections::HashSet::with_capacity(room);
     for i in 0..n {
         let f = lines.fields(4, "'<id> <token> <count> <is_super>'")?;
         if f[0] != i.to_string() || !is_uint(f[2]) || (f[3] != "0" && f[3] != "1") {
@@ -492,9 +487,8 @@ fn read_section(lines: &mut Lines) -> Result<Section> {
         parsed.map_err(|e| lines.error(format!("bad config JSON ({e})")))?;
     lines.expect("merges")?;
     let n = lines.count("merges")?;
-    lines.check_room(n, 10, "merges")?;
-    let mut merges = Vec::with_capacity(n);
-    let mut merge_at: Vec<usize> = Vec::with_capacity(n);
+    let mut merges = Vec::with_capacity(lines.room(n, 10));
+    let mut merge_at: Vec<usize> = Vec::with_capacity(lines.room(n, 10));
     for _ in 0..n {
         let f = lines.fields(5, "'<index> <left> <right> <count> <flag>'")?;
         if !is_uint(f[0]) || !is_uint(f[3]) || (f[4] != "0" && f[4] != "1") {
@@ -516,8 +510,7 @@ fn read_section(lines: &mut Lines) -> Result<Section> {
     }
     lines.expect("deletions")?;
     let k = lines.count("deletions")?;
-    lines.check_room(k, 4, "deletions")?;
-    let mut deletions: Vec<Deletion> = Vec::with_capacity(k);
+    let mut deletions: Vec<Deletion> = Vec::with_capacity(lines.room(k, 4));
     for _ in 0..k {
         let f = lines.fields(2, "'<index> <token>'")?;
         let index = if is_uint(f[0]) {
