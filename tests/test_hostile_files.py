@@ -265,3 +265,49 @@ def test_the_golden_files_still_load():
     for folder in ["taylorswift_400_v600_tau0.9", "multi_1230_v1500_greedy"]:
         for backend in BACKENDS:
             superword.Tokenizer.load(need(GOLDEN / folder / "boundless.model"), backend=backend)
+
+
+# -- encode/decode round trips on hostile text, models with deletions and the greedy table ----
+
+@pytest.fixture(scope="module")
+def hostile_text_models():
+    docs = DOCS + ["ab" * 40, "x\x00y\x00z", "ข้อความ ภาษาไทย 한국어 текст", "e\u0301\u0301"] * 3
+    out = {}
+    for backend in BACKENDS:
+        out[backend] = [
+            superword.train(docs, 300, "boundless", tau=0.7, backend=backend),
+            superword.train(docs, 300, "superbpe", supermerges=8, tau=0.9, blowup=True,
+                            backend=backend),
+            superword.train(docs, 300, "boundless", greedy_split=True, backend=backend),
+        ]
+    return out
+
+
+ANY_TEXT = st.text(st.characters(codec=None, exclude_categories=()), max_size=200)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.one_of(ANY_TEXT,
+                      st.builds(lambda s, n: s * n, st.text(min_size=1, max_size=4), st.integers(1, 3000)),
+                      st.lists(st.sampled_from(["\x00", "ab", " ", "ภา", "한", "\u0301", "👨‍👩‍👧", "\r\n"]),
+                               max_size=400).map("".join)))
+def test_round_trips_and_backends_agree_on_hostile_text(hostile_text_models, text):
+    surrogate = any(0xD800 <= ord(c) < 0xE000 for c in text)
+    for ref, rust in zip(hostile_text_models["reference"], hostile_text_models["rust"]):
+        if surrogate:
+            for tok in (ref, rust):
+                with pytest.raises(ValueError, match="lone surrogate"):
+                    tok.encode_ordinary(text)
+            continue
+        ids = rust.encode_ordinary(text)
+        assert ids == ref.encode_ordinary(text)
+        assert rust.decode(ids) == text
+
+
+def test_a_megabyte_of_mixed_text_round_trips(hostile_text_models):
+    import random
+    rng = random.Random(13)
+    alphabet = "abc xyz\x00\n\tภาษา한국어текст👍🏽é" + "\u0301"
+    text = "".join(rng.choice(alphabet) for _ in range(1_000_000))
+    for tok in hostile_text_models["rust"]:
+        assert tok.decode(tok.encode_ordinary(text)) == text
