@@ -136,3 +136,58 @@ pub fn train_words(
         counts,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::train::Silent;
+
+    fn run(
+        words: &[(Box<str>, u64)],
+        threads: usize,
+        picky: Picky,
+    ) -> (Vec<TrainMerge>, Vec<(usize, TokenId)>, Vec<Vec<u8>>, Vec<u64>) {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        let w = pool.install(|| train_words(words, 330, picky, &Silent)).unwrap();
+        let order = w.order.iter().map(|&t| w.vocab.bytes(t).to_vec()).collect();
+        let counts = w.order.iter().map(|&t| w.counts[t as usize]).collect();
+        (w.merges, w.deletions, order, counts)
+    }
+
+    #[test]
+    fn deletions_do_not_depend_on_the_thread_count() {
+        // thousands of distinct words over four letters: most merges touch more than
+        // PARALLEL_MERGE words, so deleted tokens' words (moved in the arena) are rewritten
+        // by parallel groups
+        // (syllables such as "ing" and "tion" make tokens that later merges use up: deletions)
+        let syllables = ["ing", "tion", "qu", "a", "e", "st", "ol", "br"];
+        let mut rng = crate::XorShift(0x1234_5678_9ABC_DEF1);
+        let mut words: FxHashMap<String, u64> = FxHashMap::default();
+        while words.len() < 9000 {
+            let len = 1 + rng.below(5) as usize;
+            let w: String = (0..len).map(|_| syllables[rng.below(8) as usize]).collect();
+            *words.entry(w).or_insert(0) += 1 + rng.below(20);
+        }
+        let mut words: Vec<(Box<str>, u64)> = words.into_iter().map(|(w, c)| (w.into(), c)).collect();
+        words.sort();
+        for picky in [
+            Picky {
+                tau: 0.6,
+                blowup: false,
+            },
+            Picky {
+                tau: 0.8,
+                blowup: true,
+            },
+        ] {
+            let one = run(&words, 1, picky);
+            assert!(!one.1.is_empty(), "this corpus makes deletions");
+            for threads in [2, 3] {
+                assert!(run(&words, threads, picky) == one, "{picky:?}, {threads} threads");
+            }
+        }
+    }
+}
