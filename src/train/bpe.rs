@@ -142,11 +142,9 @@ mod tests {
     use super::*;
     use crate::train::Silent;
 
-    fn run(
-        words: &[(Box<str>, u64)],
-        threads: usize,
-        picky: Picky,
-    ) -> (Vec<TrainMerge>, Vec<(usize, TokenId)>, Vec<Vec<u8>>, Vec<u64>) {
+    type Trained = (Vec<TrainMerge>, Vec<(usize, TokenId)>, Vec<Vec<u8>>, Vec<u64>);
+
+    fn run(words: &[(Box<str>, u64)], threads: usize, picky: Picky) -> Trained {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .build()
