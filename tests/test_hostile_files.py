@@ -311,3 +311,19 @@ def test_a_megabyte_of_mixed_text_round_trips(hostile_text_models):
     text = "".join(rng.choice(alphabet) for _ in range(1_000_000))
     for tok in hostile_text_models["rust"]:
         assert tok.decode(tok.encode_ordinary(text)) == text
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_rank_file_without_some_bytes_names_them_when_encoding(tmp_path, backend):
+    path = tmp_path / "r.tiktoken"
+    path.write_text("YQ== 0\nYg== 1\n", encoding="utf-8")
+    tok = superword.Tokenizer.from_tiktoken(path, r"\w+", backend=backend)
+    assert tok.encode_ordinary("ab") == [0, 1]
+    with pytest.raises(ValueError, match=r"no token for the bytes \[120\]"):
+        tok.encode_ordinary("abx")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_old_ngrams_section_with_a_huge_count(tmp_path, model_text, backend):
+    with pytest.raises(ValueError, match=r"m\.model, line \d+: file ends early"):
+        load_text(tmp_path, model_text + f"ngrams\n{10**14}\nĠthe Ġcat\n", backend)
