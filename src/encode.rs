@@ -5,6 +5,8 @@
 //! 3. a pretoken whose bytes are a *reachable* token is that token (the vocabulary shortcut);
 //!    any other starts from its bytes and applies regular merges, smallest index first and
 //!    never going back to a smaller index, all non-overlapping occurrences left to right;
+//!    With PickyBPE deletions (SPEC 9) the step applies merges *and* deletions, whichever has
+//!    the smallest index above the last one applied (see [`Picky`]);
 //! 4. runs of two or more pretokens that became one token occurring in some supermerge get
 //!    supermerges, smallest index first (after the optional greedy n-gram cut).
 
@@ -40,8 +42,190 @@ pub struct Encoder {
     /// reachable tokens by bytes: the shortcut's table (inline keys, see `key.rs`)
     shortcut: KeyMap,
     ngrams: Option<NgramTables>,
+    /// the merges and deletions of a model with PickyBPE deletions (then `ranks` is unused)
+    picky: Option<Picky>,
     /// special tokens by text
     pub special: Vec<(String, TokenId)>,
+}
+
+/// Step 3 for a model with PickyBPE deletions (SPEC 9 "Inference"), as `reference/encode.py`.
+///
+/// Ids below the vocabulary size are the model's; deleted tokens that are not in the final
+/// vocabulary (they can stand in a pretoken between a merge and a deletion) get the ids
+/// after them.  A pair or a token can have several operations, so each keeps its indices.
+struct Picky {
+    /// pair -> (index, result) of each merge of that pair, indices ascending
+    ranks: FxHashMap<(TokenId, TokenId), Vec<(u32, TokenId)>>,
+    /// token -> indices of its deletions, ascending
+    deleted: FxHashMap<TokenId, Vec<u32>>,
+    /// token -> its resolved parts (all in the final vocabulary)
+    parts: FxHashMap<TokenId, Vec<TokenId>>,
+    /// bytes of the ids after the vocabulary
+    extra: Vec<Vec<u8>>,
+}
+
+/// What [`Picky::apply`] does next: a merge (the pair and its result), or a deletion.
+type Operation = Option<((TokenId, TokenId), TokenId)>;
+
+/// The first of the ascending `indices` above `last`.
+fn first_above<T: Copy>(list: &[(u32, T)], last: i64) -> Option<(u32, T)> {
+    let k = list.partition_point(|&(i, _)| i as i64 <= last);
+    list.get(k).copied()
+}
+
+impl Picky {
+    fn new(model: &Model, ids: &FxHashMap<Vec<u8>, TokenId>) -> Result<Picky> {
+        use crate::model::merge_indices;
+        let n = model.vocab.len();
+        let mut extended: FxHashMap<Vec<u8>, TokenId> = ids.clone();
+        let mut extra: Vec<Vec<u8>> = Vec::new();
+        let mut id_of = |t: &[u8]| -> TokenId {
+            if let Some(&id) = extended.get(t) {
+                return id;
+            }
+            let id = (n + extra.len()) as TokenId;
+            extra.push(t.to_vec());
+            extended.insert(t.to_vec(), id);
+            id
+        };
+        let deleted_bytes: FxHashSet<&[u8]> = model.deletions.iter().map(|d| d.token.as_slice()).collect();
+        let mut ranks: FxHashMap<(TokenId, TokenId), Vec<(u32, TokenId)>> = FxHashMap::default();
+        let mut makers: FxHashMap<Vec<u8>, (Vec<u8>, Vec<u8>)> = FxHashMap::default();
+        let indices = merge_indices(model.merges.len(), &model.deletions);
+        for (i, m) in indices.into_iter().zip(&model.merges) {
+            let merged = [m.left.as_slice(), m.right.as_slice()].concat();
+            if !ids.contains_key(&merged) && !deleted_bytes.contains(merged.as_slice()) {
+                return Err(Error::Value(format!(
+                    "model is inconsistent: merge result {} is neither in the vocabulary nor deleted",
+                    py_bytes(&merged)
+                )));
+            }
+            let index = u32::try_from(i).map_err(|_| Error::Value("too many merges".into()))?;
+            let (l, r, id) = (id_of(&m.left), id_of(&m.right), id_of(&merged));
+            ranks.entry((l, r)).or_default().push((index, id));
+            makers
+                .entry(merged)
+                .or_insert_with(|| (m.left.clone(), m.right.clone()));
+        }
+        let mut deleted: FxHashMap<TokenId, Vec<u32>> = FxHashMap::default();
+        for d in &model.deletions {
+            let index = u32::try_from(d.index).map_err(|_| Error::Value("too many deletions".into()))?;
+            deleted.entry(id_of(&d.token)).or_default().push(index);
+        }
+        // recorded parts, fixed at a token's first deletion: its bytes with blowup, else the
+        // halves of the earliest merge that makes it (both strictly shorter than the token)
+        let mut recorded: Vec<(&[u8], Vec<Vec<u8>>)> = Vec::new();
+        let mut seen: FxHashSet<&[u8]> = FxHashSet::default();
+        for d in &model.deletions {
+            if !seen.insert(&d.token) {
+                continue;
+            }
+            let parts = if model.settings.blowup {
+                d.token.iter().map(|&b| vec![b]).collect()
+            } else {
+                let (l, r) = makers.get(&d.token).ok_or_else(|| {
+                    Error::Value(format!(
+                        "model is inconsistent: no merge makes the deleted token {}",
+                        py_bytes(&d.token)
+                    ))
+                })?;
+                vec![l.clone(), r.clone()]
+            };
+            recorded.push((&d.token, parts));
+        }
+        // resolution (SPEC 9): a part not in the final vocabulary is replaced by its own
+        // resolved parts (a deleted token's) or its bytes.  Parts are shorter than their
+        // token, so resolving in order of length needs no recursion.  A deleted token that
+        // is in the final vocabulary resolves to itself (what the paper's encoder does).
+        recorded.sort_by_key(|(t, _)| t.len());
+        let mut resolved: FxHashMap<&[u8], Vec<Vec<u8>>> = FxHashMap::default();
+        for (token, parts) in &recorded {
+            let mut out: Vec<Vec<u8>> = Vec::new();
+            if ids.contains_key(*token) {
+                out.push(token.to_vec());
+            } else {
+                for part in parts {
+                    if ids.contains_key(part) {
+                        out.push(part.clone());
+                    } else if let Some(r) = resolved.get(part.as_slice()) {
+                        out.extend(r.iter().cloned());
+                    } else {
+                        out.extend(part.iter().map(|&b| vec![b]));
+                    }
+                }
+            }
+            resolved.insert(token, out);
+        }
+        let mut parts: FxHashMap<TokenId, Vec<TokenId>> = FxHashMap::default();
+        for (token, pieces) in resolved {
+            let pieces = pieces
+                .iter()
+                .map(|p| {
+                    ids.get(p).copied().ok_or_else(|| {
+                        Error::Value(format!(
+                            "model is inconsistent: the byte {} is not in the vocabulary",
+                            py_bytes(p)
+                        ))
+                    })
+                })
+                .collect::<Result<Vec<TokenId>>>()?;
+            parts.insert(id_of(token), pieces);
+        }
+        Ok(Picky {
+            ranks,
+            deleted,
+            parts,
+            extra,
+        })
+    }
+
+    /// Apply merges and deletions to one pretoken's byte tokens: repeatedly the operation
+    /// with the smallest index above the last one applied.
+    fn apply(&self, tokens: &mut Vec<TokenId>) {
+        let mut last: i64 = -1;
+        let mut replaced: Vec<TokenId> = Vec::new();
+        loop {
+            let mut best: Option<(u32, Operation, TokenId)> = None;
+            for w in tokens.windows(2) {
+                if let Some(list) = self.ranks.get(&(w[0], w[1])) {
+                    if let Some((i, merged)) = first_above(list, last) {
+                        if best.is_none_or(|b| i < b.0) {
+                            best = Some((i, Some(((w[0], w[1]), merged)), 0));
+                        }
+                    }
+                }
+            }
+            for &t in tokens.iter() {
+                if let Some(list) = self.deleted.get(&t) {
+                    let k = list.partition_point(|&i| i as i64 <= last);
+                    if let Some(&i) = list.get(k) {
+                        if best.is_none_or(|b| i < b.0) {
+                            best = Some((i, None, t));
+                        }
+                    }
+                }
+            }
+            let Some((index, op, token)) = best else { return };
+            match op {
+                Some((pair, merged)) => {
+                    apply_merge(tokens, pair, merged);
+                }
+                None => {
+                    let parts = &self.parts[&token];
+                    replaced.clear();
+                    for &t in tokens.iter() {
+                        if t == token {
+                            replaced.extend_from_slice(parts);
+                        } else {
+                            replaced.push(t);
+                        }
+                    }
+                    std::mem::swap(tokens, &mut replaced);
+                }
+            }
+            last = index as i64;
+        }
+    }
 }
 
 impl Encoder {
@@ -80,7 +264,23 @@ impl Encoder {
                 }
                 Ok(out)
             };
-        let ranks = table(&model.merges)?;
+        // every byte UTF-8 text can hold must be a token (a hostile file may lack some)
+        if let Some(b) = crate::tokens::byte_token_values().find(|&b| byte_ids[b as usize].is_none()) {
+            return Err(Error::Value(format!(
+                "model is inconsistent: the byte token {} is missing from the vocabulary",
+                py_bytes(&[b])
+            )));
+        }
+        let picky = if model.deletions.is_empty() {
+            None
+        } else {
+            Some(Picky::new(model, &ids)?)
+        };
+        let ranks = if picky.is_some() {
+            FxHashMap::default()
+        } else {
+            table(&model.merges)?
+        };
         let super_ranks = table(&model.supermerges)?;
         let mut super_part = vec![0u8; model.vocab.len()];
         for &(l, r) in super_ranks.keys() {
@@ -118,6 +318,7 @@ impl Encoder {
             reachable: vec![false; model.vocab.len()],
             shortcut: KeyMap::default(),
             ngrams,
+            picky,
             special: model.special_tokens.clone(),
         };
         enc.reachable = enc.find_reachable(&model.is_super)?;
@@ -162,13 +363,28 @@ impl Encoder {
         self.ids.get(bytes).copied()
     }
 
-    /// Apply the regular merges to one pretoken's bytes (step 3, no shortcut).
-    fn merge_pretoken(&self, raw: &[u8], out: &mut Vec<TokenId>) {
-        let tokens: Vec<TokenId> = raw
+    /// Apply the regular merges (and deletions) to one pretoken's bytes (step 3, no
+    /// shortcut).
+    fn merge_pretoken(&self, raw: &[u8], out: &mut Vec<TokenId>) -> Result<()> {
+        let mut tokens: Vec<TokenId> = raw
             .iter()
-            .map(|&b| self.byte_ids[b as usize].expect("every byte of UTF-8 text has a token"))
+            .map(|&b| self.byte_ids[b as usize].expect("every byte of UTF-8 text has a token (checked)"))
             .collect();
-        merge_by_rank(tokens, |a, b| self.ranks.get(&(a, b)).copied(), out);
+        let Some(picky) = &self.picky else {
+            merge_by_rank(tokens, |a, b| self.ranks.get(&(a, b)).copied(), out);
+            return Ok(());
+        };
+        picky.apply(&mut tokens);
+        if let Some(&t) = tokens.iter().find(|&&t| t as usize >= self.vocab.len()) {
+            // only a hand-made, inconsistent model file gets here
+            return Err(Error::Value(format!(
+                "this model cannot encode the piece {}: its merges and deletions make the token {}, which is not in its vocabulary",
+                py_bytes(raw),
+                py_bytes(&picky.extra[t as usize - self.vocab.len()])
+            )));
+        }
+        out.extend_from_slice(&tokens);
+        Ok(())
     }
 
     /// Supermerges on one run of single-token pretokens, smallest index first.
@@ -216,12 +432,21 @@ impl Encoder {
     fn encode_into(&self, text: &str, shortcut: bool, out: &mut Vec<TokenId>) -> Result<()> {
         let mut run: Vec<TokenId> = Vec::new();
         let mut piece_tokens: Vec<TokenId> = Vec::new();
+        let mut failed: Option<Error> = None;
         self.pretokenizer.for_each(text, |piece| {
+            if failed.is_some() {
+                return;
+            }
             piece_tokens.clear();
             let raw = piece.as_bytes();
             match self.shortcut.get(&Lookup(raw)) {
                 Some(&id) if shortcut => piece_tokens.push(id),
-                _ => self.merge_pretoken(raw, &mut piece_tokens),
+                _ => {
+                    if let Err(e) = self.merge_pretoken(raw, &mut piece_tokens) {
+                        failed = Some(e);
+                        return;
+                    }
+                }
             }
             if piece_tokens.len() == 1 && self.super_part[piece_tokens[0] as usize] != 0 {
                 run.push(piece_tokens[0]);
@@ -230,6 +455,9 @@ impl Encoder {
                 out.extend_from_slice(&piece_tokens);
             }
         })?;
+        if let Some(e) = failed {
+            return Err(e);
+        }
         self.flush(&mut run, out);
         Ok(())
     }
@@ -567,6 +795,7 @@ mod tests {
             supermerges: Vec::new(),
             special_tokens: Vec::new(),
             ngrams: None,
+            deletions: Vec::new(),
         }
     }
 

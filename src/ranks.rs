@@ -40,9 +40,12 @@ pub fn parse(text: &str, name: &str) -> Result<Ranks> {
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(token)
             .map_err(|_| bad("the token is not valid base64"))?;
-        let rank: u32 = rank
-            .parse()
-            .map_err(|_| bad("the rank is not a non-negative integer"))?;
+        // digits only (Rust would also take "+5"), and below u32::MAX, which the merge uses
+        // for "no rank"
+        let rank: u32 = match rank.parse() {
+            Ok(r) if r < u32::MAX && rank.bytes().all(|b| b.is_ascii_digit()) => r,
+            _ => return Err(bad("the rank is not a non-negative integer below 4294967295")),
+        };
         if bytes.is_empty() {
             return Err(bad("empty token"));
         }

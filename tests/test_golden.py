@@ -23,23 +23,12 @@ FOLDERS = [
 ]
 FOLDER_ARGS = "folder,corpus,vocab,aware,m,tau,blowup,greedy"
 MODELS = ["word", "boundless", "super"]
-RUST_PENDING = pytest.mark.xfail(strict=True, reason="Rust PickyBPE/greedy writer: pending")
 
 
 def cases(trained: bool) -> list:
-    """Every folder x model x backend.  Rust cannot train or load models with deletions yet,
-    and its writer still adds the n-gram section to models trained with greedy_split."""
-    out = []
-    for folder in FOLDERS:
-        tau, greedy = folder[5], folder[7]
-        for name in MODELS:
-            for backend in BACKENDS:
-                pending = backend == "rust" and (
-                    tau <= 1 or (trained and greedy and name != "word"))
-                out.append(pytest.param(*folder, name, backend,
-                                        marks=[RUST_PENDING] if pending else [],
-                                        id=f"{folder[0]}-{name}-{backend}"))
-    return out
+    """Every folder x model x backend."""
+    return [pytest.param(*folder, name, backend, id=f"{folder[0]}-{name}-{backend}")
+            for folder in FOLDERS for name in MODELS for backend in BACKENDS]
 
 
 def train_like_golden(folder, corpus, vocab, aware, m, tau, blowup, greedy, name, backend):

@@ -11,18 +11,13 @@ DOCS = ["今日は良い天気です。 今日は良い天気ですね。 今日
         "ภาษาไทย ภาษาไทยง่าย ภาษาไทยยาก"] * 30
 
 
-RUST_PENDING = pytest.mark.xfail(strict=True, reason="Rust PickyBPE/greedy writer: pending")
-
-
 SETTINGS = [("bpe", {}), ("boundless", {}), ("superbpe", {"supermerges": 10}),
             ("boundless", {"greedy_split": True}), ("bpe", {"tau": 0.6}),
             ("superbpe", {"supermerges": 10, "tau": 0.6, "blowup": True})]
 
 
 @pytest.mark.parametrize("algorithm,extra,backend", [
-    pytest.param(algorithm, extra, backend, id=f"{algorithm}-{'-'.join(extra)}-{backend}",
-                 marks=[RUST_PENDING] if backend == "rust" and extra.keys() & {"greedy_split", "tau"}
-                 else [])
+    pytest.param(algorithm, extra, backend, id=f"{algorithm}-{'-'.join(extra)}-{backend}")
     for algorithm, extra in SETTINGS for backend in ["reference", "rust"]])
 def test_round_trip(tmp_path, algorithm, extra, backend):
     tok = superword.train(DOCS, 330, algorithm, backend=backend, **extra)
@@ -59,6 +54,29 @@ def test_greedy_split_table_lives_in_a_sidecar_and_is_used_only_on_request(tmp_p
     # saving a model without a table over one with a table removes the stale sidecar
     plain.save(path)
     assert not (tmp_path / "split.model.ngrams").exists()
+
+
+def test_rust_writes_the_greedy_table_beside_the_model_as_the_reference_does(tmp_path):
+    text = DOCS[0] + " " + DOCS[2] + " 今日は良い天気 ภาษาไทย"
+    files = {}
+    for backend in ("reference", "rust"):
+        tok = superword.train(DOCS, 330, "boundless", greedy_split=True, backend=backend)
+        path = tmp_path / f"{backend}.model"
+        tok.save(path)
+        sidecar = tmp_path / f"{backend}.model.ngrams"
+        files[backend] = (path.read_bytes(), sidecar.read_bytes())
+        assert b"\nngrams\n" not in files[backend][0]
+        files[backend + "-ids"] = (
+            superword.Tokenizer.load(path, backend=backend).encode_ordinary(text),
+            superword.Tokenizer.load(path, backend=backend, greedy_split=True).encode_ordinary(text))
+        assert files[backend + "-ids"][0] == tok.encode_ordinary(text)  # the paper's encoding
+    assert files["rust"] == files["reference"]
+    assert files["rust-ids"] == files["reference-ids"]
+    # a plain model saved over it removes the stale sidecar
+    superword.train(DOCS, 330, "boundless", backend="rust").save(tmp_path / "rust.model")
+    assert not (tmp_path / "rust.model.ngrams").exists()
+    with pytest.raises(ValueError, match=r"n-gram table.*\.ngrams"):
+        superword.Tokenizer.load(tmp_path / "rust.model", backend="rust", greedy_split=True)
 
 
 def test_an_ngrams_section_of_older_files_loads_and_is_dropped(tmp_path):

@@ -138,9 +138,6 @@ def train(inputs: Any, vocab_size: int = 32768, algorithm: str = "boundless",
     if not isinstance(blowup, bool):
         raise TypeError(f"blowup must be True or False, got {type(blowup).__name__}")
     backend = _resolve_backend(backend)
-    if backend == "rust" and tau <= 1:
-        raise NotImplementedError("PickyBPE deletions (tau <= 1) are not in the Rust backend yet; "
-                                  "pass backend=\"reference\" to train with them")
 
     main = _pretok.GPT4O if pattern is None else pattern
     if script_aware:
@@ -157,7 +154,8 @@ def train(inputs: Any, vocab_size: int = 32768, algorithm: str = "boundless",
         core = _core_module()
         options = dict(vocab_size=vocab_size, algorithm=algorithm, supermerges=supermerges,
                        pattern=main, script_pattern=script, scripts=names,
-                       greedy_split=greedy_split, threads=threads, progress=progress)
+                       greedy_split=greedy_split, tau=float(tau), blowup=blowup, threads=threads,
+                       progress=progress)
         if paths is not None:
             impl = core.train_files(paths, text_field=text_field, **options)
         else:
@@ -211,7 +209,8 @@ class Tokenizer:
         ``greedy_split=True`` is an opt-in extension: cut runs of pretokens into the frequent
         n-grams of training before supermerges (SPEC 3.1).  It needs the n-gram table that
         :meth:`save` writes next to a model trained with ``greedy_split=True``, as
-        ``<path>.ngrams``.  The Rust backend still reads that table from the model file."""
+        ``<path>.ngrams`` (a table inside a model file of an earlier superword version is used
+        when there is no sidecar)."""
         backend = _resolve_backend(backend)
         if not isinstance(greedy_split, bool):
             raise TypeError(f"greedy_split must be True or False, got {type(greedy_split).__name__}")
@@ -254,7 +253,7 @@ class Tokenizer:
         """Write the model file atomically (a temporary file, then a rename), and, when
         :attr:`provenance` is known, the sidecar ``path + ".json"`` describing how it was made.  A
         model trained with ``greedy_split=True`` also gets its n-gram table in ``<path>.ngrams``
-        (reference backend), which only ``Tokenizer.load(path, greedy_split=True)`` reads."""
+        which only ``Tokenizer.load(path, greedy_split=True)`` reads."""
         self._impl.save(os.fspath(path))
         if self.provenance is not None:
             _provenance.write(path, self.provenance, self.model_text())

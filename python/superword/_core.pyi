@@ -23,13 +23,15 @@ def pretokenize(text: str, pattern: str, script_pattern: str | None = None,
 
 def train_files(paths: list[str], *, text_field: str, vocab_size: int, algorithm: str,
                 supermerges: int | None, pattern: str, script_pattern: str | None,
-                scripts: list[str] | None, greedy_split: bool, threads: int | None,
+                scripts: list[str] | None, greedy_split: bool, tau: float, blowup: bool,
+               threads: int | None,
                 progress: Callable[[str, int, int], object] | None) -> Tokenizer:
     """Train on .txt / .jsonl (optionally .gz) files read by the core."""
 
 def train_iter(documents: Iterable[str], *, vocab_size: int, algorithm: str,
                supermerges: int | None, pattern: str, script_pattern: str | None,
-               scripts: list[str] | None, greedy_split: bool, threads: int | None,
+               scripts: list[str] | None, greedy_split: bool, tau: float, blowup: bool,
+               threads: int | None,
                progress: Callable[[str, int, int], object] | None) -> Tokenizer:
     """Train on an iterable of documents, read in batches."""
 

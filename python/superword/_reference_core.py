@@ -6,12 +6,11 @@ import contextlib
 import os
 from collections.abc import Iterable
 
-import regex
-
 from .reference import encode as _encode
 from .reference import model as _model
 from .reference import ranks as _ranks
 from .reference.model import write_text_atomic
+from .reference.pretokenize import compile_pattern
 
 
 class ReferenceCore:
@@ -107,7 +106,7 @@ class ReferenceRankCore:
         self.ranks = ranks
         self.vocab = {rank: token for token, rank in ranks.items()}
         self.pattern = pattern
-        self._pattern = regex.compile(pattern)
+        self._pattern = compile_pattern(pattern, "pattern")
         self._special = dict(special_tokens)
 
     @staticmethod

@@ -26,6 +26,7 @@ import unicodedata
 import regex
 
 from . import _api
+from .reference.pretokenize import compile_pattern as _compile_pattern
 
 #: The GPT-4 split pattern of minbpe (and of tiktoken's cl100k_base, older form).
 GPT4_SPLIT_PATTERN = (r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,3}|"""
@@ -169,8 +170,11 @@ class Tokenizer:
         path = os.fspath(model_file)
         if not path.endswith(".model"):
             raise ValueError(f"{path}: minbpe model files end in .model")
-        with open(path, encoding="utf-8") as f:
-            lines = f.read().split("\n")
+        try:
+            with open(path, encoding="utf-8") as f:
+                lines = f.read().split("\n")
+        except UnicodeDecodeError:
+            raise ValueError(f"{path}: not a minbpe model (invalid UTF-8)") from None
         if lines and lines[-1] == "":
             lines.pop()
 
@@ -182,14 +186,19 @@ class Tokenizer:
         if line(0) != "minbpe v1":
             raise ValueError(f"{path}, line 1: not a minbpe v1 model (found {line(0)[:40]!r})")
         pattern = line(1)
+        if pattern:  # a pattern from a file: refused before the regex module expands it
+            _compile_pattern(pattern, f"{path}, line 2: the split pattern")
         count = line(2)
-        if not (count.isascii() and count.isdigit()):
+        if not (count.isascii() and count.isdigit()) or len(count) > 9:
             raise ValueError(f"{path}, line 3: expected the number of special tokens, found {count[:40]!r}")
         special: dict[str, int] = {}
         for n in range(3, 3 + int(count)):
             parts = line(n).split()
-            if len(parts) != 2 or not parts[1].isdigit():
-                raise ValueError(f"{path}, line {n + 1}: expected '<special token> <id>'")
+            if len(parts) != 2 or not (parts[1].isascii() and parts[1].isdigit()) or len(parts[1]) > 9:
+                raise ValueError(f"{path}, line {n + 1}: expected '<special token> <id>' (an id "
+                                 f"below 10**9)")
+            if parts[0] in special:
+                raise ValueError(f"{path}, line {n + 1}: special token {parts[0]!r} appears twice")
             special[parts[0]] = int(parts[1])
         merges: dict[tuple[int, int], int] = {}
         idx = 256
@@ -200,8 +209,15 @@ class Tokenizer:
             a, b = int(parts[0]), int(parts[1])
             if a >= idx or b >= idx:
                 raise ValueError(f"{path}, line {n + 1}: merge ({a}, {b}) uses an id not made yet")
+            if (a, b) in merges:
+                raise ValueError(f"{path}, line {n + 1}: merge ({a}, {b}) appears twice")
             merges[(a, b)] = idx
             idx += 1
+        taken = {i: s for s, i in special.items() if i < idx}
+        if taken:
+            i, s = min(taken.items())
+            raise ValueError(f"{path}: special token {s!r} has id {i}, which a byte or merge "
+                             f"already uses (ids below {idx})")
         self.pattern = pattern
         self.merges = merges
         self.register_special_tokens(special)
@@ -241,13 +257,10 @@ class RegexTokenizer(Tokenizer):
     def __init__(self, pattern: str | None = None) -> None:
         super().__init__()
         self.pattern = GPT4_SPLIT_PATTERN if pattern is None else pattern
-        try:
-            self.compiled_pattern = regex.compile(self.pattern)
-        except regex.error as exc:
-            raise ValueError(f"pattern is not a valid regular expression: {exc}") from None
+        self.compiled_pattern = _compile_pattern(self.pattern, "pattern")
 
     def _after_load(self) -> None:
-        self.compiled_pattern = regex.compile(self.pattern)
+        self.compiled_pattern = _compile_pattern(self.pattern, "pattern")
 
 
 def _default_ranks_path() -> str:

@@ -68,8 +68,37 @@ pub struct Model {
     pub supermerges: Vec<Merge>,
     /// special tokens with their ids, in id order
     pub special_tokens: Vec<(String, u32)>,
-    /// the greedy-split n-gram table (SPEC 3.1), when trained with it
+    /// the greedy-split n-gram table (SPEC 3.1), when trained with it; never written into
+    /// the v2 file (see [`v2::dumps_ngrams`] for its sidecar)
     pub ngrams: Option<Vec<Vec<Vec<u8>>>>,
+    /// PickyBPE deletions of the word model (SPEC 9), in index order
+    pub deletions: Vec<Deletion>,
+}
+
+/// A recorded PickyBPE deletion (SPEC 9): its index in the sequence merges and deletions
+/// share, and the deleted token.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Deletion {
+    pub index: usize,
+    pub token: Vec<u8>,
+}
+
+/// The index of each of `n_merges` merges in the sequence they share with `deletions`
+/// (sorted by index): the indices the deletions leave free, in order.
+pub fn merge_indices(n_merges: usize, deletions: &[Deletion]) -> Vec<usize> {
+    let mut out = Vec::with_capacity(n_merges);
+    let mut taken = deletions.iter().map(|d| d.index).peekable();
+    let mut i = 0;
+    while out.len() < n_merges {
+        while taken.peek().is_some_and(|&t| t < i) {
+            taken.next();
+        }
+        if taken.peek() != Some(&i) {
+            out.push(i);
+        }
+        i += 1;
+    }
+    out
 }
 
 impl Model {

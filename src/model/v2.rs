@@ -2,7 +2,7 @@
 //! the paper's writer).  Errors name the file and line with the reference's messages.
 
 use super::bytemap::{parse, render};
-use super::{Kind, Merge, Model, Settings};
+use super::{merge_indices, Deletion, Kind, Merge, Model, Settings};
 use crate::error::{Error, Result};
 use std::fmt::Write as _;
 
@@ -42,14 +42,20 @@ fn py_float(x: f64) -> String {
     }
 }
 
-/// The config JSON object, keys in the order SPEC 8 fixes.
+/// The config JSON object, keys in the order SPEC 8 fixes.  Only the words section records
+/// the deletion settings: phase 2 makes no deletions (SPEC 9), so the superwords section
+/// says tau 1.1 and no blowup, as the paper's writer does.
 fn config(s: &Settings, is_super: bool, superbpe_mode: bool) -> String {
     let mut out = String::new();
+    let (tau, blowup) = if is_super {
+        (NO_DELETIONS_TAU, false)
+    } else {
+        (s.tau, s.blowup)
+    };
     let _ = write!(
         out,
-        "{{\"tau\": {}, \"is_super\": {is_super}, \"superbpe_mode\": {superbpe_mode}, \"blowup\": {}, \"main_regex\": ",
-        py_float(s.tau),
-        s.blowup
+        "{{\"tau\": {}, \"is_super\": {is_super}, \"superbpe_mode\": {superbpe_mode}, \"blowup\": {blowup}, \"main_regex\": ",
+        py_float(tau),
     );
     json_string(&s.main_regex, &mut out);
     out.push_str(", \"script_specific_regex\": ");
@@ -77,10 +83,20 @@ fn config(s: &Settings, is_super: bool, superbpe_mode: bool) -> String {
     out
 }
 
-fn section(out: &mut String, s: &Settings, is_super: bool, superbpe_mode: bool, merges: &[Merge]) {
+/// The tau that turns deletions off (a ratio never exceeds 1, SPEC 9).
+pub const NO_DELETIONS_TAU: f64 = 1.1;
+
+fn section(
+    out: &mut String,
+    s: &Settings,
+    is_super: bool,
+    superbpe_mode: bool,
+    merges: &[Merge],
+    deletions: &[Deletion],
+) {
     out.push_str(&config(s, is_super, superbpe_mode));
     let _ = write!(out, "\nmerges\n{}\n", merges.len());
-    for (i, m) in merges.iter().enumerate() {
+    for (i, m) in merge_indices(merges.len(), deletions).into_iter().zip(merges) {
         let _ = writeln!(
             out,
             "{i} {} {} {} {}",
@@ -90,7 +106,10 @@ fn section(out: &mut String, s: &Settings, is_super: bool, superbpe_mode: bool, 
             m.flag as u8
         );
     }
-    out.push_str("deletions\n0\n");
+    let _ = writeln!(out, "deletions\n{}", deletions.len());
+    for d in deletions {
+        let _ = writeln!(out, "{} {}", d.index, render(&d.token));
+    }
 }
 
 /// The model file's text.
@@ -118,7 +137,14 @@ pub fn dumps(model: &Model) -> String {
         let _ = writeln!(out, "{id} {text}");
     }
     out.push_str("words\n");
-    section(&mut out, &model.settings, false, false, &model.merges);
+    section(
+        &mut out,
+        &model.settings,
+        false,
+        false,
+        &model.merges,
+        &model.deletions,
+    );
     if model.kind != Kind::Word {
         out.push_str("superwords\n");
         section(
@@ -127,16 +153,73 @@ pub fn dumps(model: &Model) -> String {
             true,
             model.kind == Kind::SuperBpe,
             &model.supermerges,
+            &[],
         );
     }
-    if let Some(ngrams) = &model.ngrams {
-        let _ = writeln!(out, "ngrams\n{}", ngrams.len());
-        for g in ngrams {
-            let parts: Vec<String> = g.iter().map(|t| render(t)).collect();
-            let _ = writeln!(out, "{}", parts.join(" "));
-        }
+    // the greedy split's n-gram table is never part of the file (SPEC 3.1): see dumps_ngrams
+    out
+}
+
+/// The first line of an n-gram sidecar file (as `reference/model.py`).
+pub const NGRAMS_HEADER: &str = "superword ngrams v1";
+
+/// Where the n-gram table of the model file at `model_path` is kept.
+pub fn ngrams_path(model_path: &str) -> String {
+    format!("{model_path}.ngrams")
+}
+
+/// The n-gram sidecar's text: the header, the number of n-grams, one n-gram per line (its
+/// pretokens in the printable form, separated by spaces).
+pub fn dumps_ngrams(ngrams: &[Vec<Vec<u8>>]) -> String {
+    let mut out = format!("{NGRAMS_HEADER}\n{}\n", ngrams.len());
+    for g in ngrams {
+        let parts: Vec<String> = g.iter().map(|t| render(t)).collect();
+        let _ = writeln!(out, "{}", parts.join(" "));
     }
     out
+}
+
+/// Parse an n-gram sidecar's text; `name` is used in error messages.
+pub fn loads_ngrams(text: &str, name: &str) -> Result<Vec<Vec<Vec<u8>>>> {
+    let mut lines = Lines {
+        name,
+        rest: text,
+        number: 0,
+    };
+    lines.expect(NGRAMS_HEADER)?;
+    read_ngram_lines(&mut lines)
+}
+
+fn read_ngram_lines(lines: &mut Lines) -> Result<Vec<Vec<Vec<u8>>>> {
+    let k = lines.count("n-grams")?;
+    let mut table = Vec::with_capacity(lines.room(k, 2));
+    for _ in 0..k {
+        let line = lines.next("an n-gram")?;
+        table.push(
+            line.split(' ')
+                .map(|t| lines.token(t))
+                .collect::<Result<Vec<_>>>()?,
+        );
+    }
+    Ok(table)
+}
+
+/// Read the n-gram sidecar of the model file at `model_path`.
+pub fn read_ngrams(model_path: &str) -> Result<Vec<Vec<Vec<u8>>>> {
+    let name = ngrams_path(model_path);
+    let bytes = std::fs::read(&name).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            Error::Value(format!(
+                "{name}: no n-gram table next to the model (greedy_split=True needs the sidecar \
+                 file '<model>.ngrams' that saving a model trained with greedy_split=True writes)"
+            ))
+        } else {
+            Error::Io(format!("cannot read {name}: {e}"))
+        }
+    })?;
+    let text = std::str::from_utf8(&bytes)
+        .map_err(|_| Error::Value(format!("{name}: not an n-gram table (invalid UTF-8)")))?;
+    loads_ngrams(text, &name)
 }
 
 /// Write atomically: a temporary file in the same folder, then a rename.
@@ -224,6 +307,14 @@ impl<'a> Lines<'a> {
             .map_err(|_| self.error(format!("number of {what} too large")))
     }
 
+    /// How many of `n` entries, each at least `min_line` bytes, what is left of the file can
+    /// hold: a count read from a file only pre-allocates that much, so a hostile count (a
+    /// vocabulary of 10^14) cannot abort the process; its entries then run out and the line
+    /// where they do is named, as the reference names it.
+    fn room(&self, n: usize, min_line: usize) -> usize {
+        n.min(self.rest.len() / min_line)
+    }
+
     fn fields(&mut self, n: usize, what: &str) -> Result<Vec<&'a str>> {
         let line = self.next(what)?;
         let parts: Vec<&str> = line.split(' ').collect();
@@ -267,12 +358,13 @@ pub fn loads(text: &str, name: &str) -> Result<Model> {
     .ok_or_else(|| lines.error(format!("not a BoundlessBPE v2 model (header {})", show(header))))?;
     lines.expect("vocabulary")?;
     let n = lines.count("vocabulary entries")?;
+    let room = lines.room(n, 8);
     let (mut vocab, mut counts, mut is_super) = (
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
+        Vec::with_capacity(room),
+        Vec::with_capacity(room),
+        Vec::with_capacity(room),
     );
-    let mut seen = std::collections::HashSet::with_capacity(n);
+    let mut seen = std::collections::HashSet::with_capacity(room);
     for i in 0..n {
         let f = lines.fields(4, "'<id> <token> <count> <is_super>'")?;
         if f[0] != i.to_string() || !is_uint(f[2]) || (f[3] != "0" && f[3] != "1") {
@@ -304,33 +396,30 @@ pub fn loads(text: &str, name: &str) -> Result<Model> {
         special_tokens.push((text.to_string(), id));
     }
     lines.expect("words")?;
-    let (settings, _, _, merges) = read_section(&mut lines)?;
+    let (settings, _, _, merges, deletions) = read_section(&mut lines)?;
     let mut supermerges = Vec::new();
     if kind != Kind::Word {
         lines.expect("superwords")?;
-        let (_, is_sup, superbpe_mode, m) = read_section(&mut lines)?;
+        let (_, is_sup, superbpe_mode, m, super_deletions) = read_section(&mut lines)?;
         if !is_sup || superbpe_mode != (kind == Kind::SuperBpe) {
             return Err(lines.error(format!(
                 "superwords config does not match the model kind {}",
                 show(kind.name())
             )));
         }
+        if !super_deletions.is_empty() {
+            return Err(lines.error(
+                "the superwords section has deletions; only the word model (phase 1) can delete tokens (SPEC 9)",
+            ));
+        }
         supermerges = m;
     }
     let mut ngrams = None;
     if lines.rest.starts_with("ngrams\n") {
+        // written by earlier superword versions after everything the paper's reader reads;
+        // kept for an explicit greedy_split=True at inference, never written again
         lines.next("ngrams")?;
-        let k = lines.count("n-grams")?;
-        let mut table = Vec::with_capacity(k);
-        for _ in 0..k {
-            let line = lines.next("an n-gram")?;
-            table.push(
-                line.split(' ')
-                    .map(|t| lines.token(t))
-                    .collect::<Result<Vec<_>>>()?,
-            );
-        }
-        ngrams = Some(table);
+        ngrams = Some(read_ngram_lines(&mut lines)?);
     }
     special_tokens.sort_by_key(|(_, id)| *id);
     Ok(Model {
@@ -343,10 +432,13 @@ pub fn loads(text: &str, name: &str) -> Result<Model> {
         supermerges,
         special_tokens,
         ngrams,
+        deletions,
     })
 }
 
-fn read_section(lines: &mut Lines) -> Result<(Settings, bool, bool, Vec<Merge>)> {
+type Section = (Settings, bool, bool, Vec<Merge>, Vec<Deletion>);
+
+fn read_section(lines: &mut Lines) -> Result<Section> {
     let raw = lines.next("the config JSON")?;
     let parsed = (|| -> std::result::Result<(Settings, bool, bool), String> {
         let v: serde_json::Value = serde_json::from_str(raw).map_err(|e| e.to_string())?;
@@ -395,14 +487,20 @@ fn read_section(lines: &mut Lines) -> Result<(Settings, bool, bool, Vec<Merge>)>
         parsed.map_err(|e| lines.error(format!("bad config JSON ({e})")))?;
     lines.expect("merges")?;
     let n = lines.count("merges")?;
-    let mut merges = Vec::with_capacity(n);
-    for i in 0..n {
+    let mut merges = Vec::with_capacity(lines.room(n, 10));
+    let mut merge_at: Vec<usize> = Vec::with_capacity(lines.room(n, 10));
+    for _ in 0..n {
         let f = lines.fields(5, "'<index> <left> <right> <count> <flag>'")?;
-        if f[0] != i.to_string() || !is_uint(f[3]) || (f[4] != "0" && f[4] != "1") {
-            return Err(lines.error(format!(
-                "bad merge entry (expected index {i}, a count and 0 or 1)"
-            )));
+        if !is_uint(f[0]) || !is_uint(f[3]) || (f[4] != "0" && f[4] != "1") {
+            return Err(lines.error("bad merge entry (expected an index, two tokens, a count and 0 or 1)"));
         }
+        let index: usize = f[0].parse().map_err(|_| lines.error("merge index too large"))?;
+        if let Some(&last) = merge_at.last() {
+            if index <= last {
+                return Err(lines.error(format!("merge index {index} does not follow {last}")));
+            }
+        }
+        merge_at.push(index);
         merges.push(Merge {
             left: lines.token(f[1])?,
             right: lines.token(f[2])?,
@@ -411,10 +509,39 @@ fn read_section(lines: &mut Lines) -> Result<(Settings, bool, bool, Vec<Merge>)>
         });
     }
     lines.expect("deletions")?;
-    if lines.count("deletions")? != 0 {
-        return Err(lines.error("PickyBPE deletions (tau <= 1) are not supported by superword"));
+    let k = lines.count("deletions")?;
+    let mut deletions: Vec<Deletion> = Vec::with_capacity(lines.room(k, 4));
+    for _ in 0..k {
+        let f = lines.fields(2, "'<index> <token>'")?;
+        let index = if is_uint(f[0]) {
+            f[0].parse::<usize>().ok()
+        } else {
+            None
+        };
+        let index = match index {
+            Some(i) if deletions.last().is_none_or(|d| i > d.index) => i,
+            _ => {
+                return Err(lines.error(format!(
+                    "bad deletion index {} (indices must increase)",
+                    show(f[0])
+                )))
+            }
+        };
+        deletions.push(Deletion {
+            index,
+            token: lines.token(f[1])?,
+        });
     }
-    Ok((settings, is_super, superbpe_mode, merges))
+    let total = merges.len() + deletions.len();
+    if merge_at != merge_indices(merges.len(), &deletions) || deletions.iter().any(|d| d.index >= total) {
+        return Err(lines.error(format!(
+            "the {} merges and {} deletions above do not use each index 0..{} exactly once",
+            merges.len(),
+            deletions.len(),
+            total as i64 - 1
+        )));
+    }
+    Ok((settings, is_super, superbpe_mode, merges, deletions))
 }
 
 /// Read a model file.

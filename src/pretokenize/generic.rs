@@ -21,13 +21,130 @@ pub struct Generic {
     per_thread: Box<ThreadLocal<fancy_regex::Regex>>,
 }
 
+/// Compile with limits on top of the size check: compiled size, lazy-DFA cache, and
+/// backtracking (a pattern from a file can backtrack catastrophically; matching then fails with
+/// an error).
 fn compile(pattern: &str, what: &str) -> Result<fancy_regex::Regex> {
-    fancy_regex::Regex::new(pattern)
+    fancy_regex::RegexBuilder::new(pattern)
+        .delegate_size_limit(64 << 20)
+        .delegate_dfa_size_limit(64 << 20)
+        .backtrack_limit(1_000_000)
+        .build()
         .map_err(|e| Error::Value(format!("{what} is not a valid regular expression: {e}")))
+}
+
+/// The largest [`pattern_size`] a pattern may have (as `reference/pretokenize.py`).
+pub const MAX_PATTERN_SIZE: u64 = 100_000;
+
+/// A generous estimate of how many items compiling `pattern` makes, the same rule as the
+/// reference's `pattern_size`: an atom counts 1, a counted repeat multiplies what it repeats
+/// by its largest number, the items of a group add up.  Patterns come from files people
+/// download, and `x{999999999}` must be refused before anything expands it.
+pub fn pattern_size(pattern: &str) -> u64 {
+    let p: Vec<char> = pattern.chars().collect();
+    let n = p.len();
+    let mut totals: Vec<u64> = vec![0];
+    let mut last: u64 = 0;
+    let mut i = 0;
+    while i < n {
+        let atom;
+        match p[i] {
+            '\\' => {
+                i += 2;
+                if i <= n && matches!(p[i - 1], 'p' | 'P' | 'N' | 'x' | 'u' | 'U') && p.get(i) == Some(&'{') {
+                    i = p[i..].iter().position(|&c| c == '}').map_or(n, |k| i + k + 1);
+                }
+                atom = 1;
+            }
+            '[' => {
+                i += 1;
+                if p.get(i) == Some(&'^') {
+                    i += 1;
+                }
+                if p.get(i) == Some(&']') {
+                    i += 1;
+                }
+                while i < n && p[i] != ']' {
+                    i += if p[i] == '\\' { 2 } else { 1 };
+                }
+                i += 1;
+                atom = 1;
+            }
+            '(' => {
+                totals.push(0);
+                last = 0;
+                i += 1;
+                continue;
+            }
+            ')' => {
+                let inner = if totals.len() > 1 {
+                    totals.pop().unwrap_or(0)
+                } else {
+                    0
+                };
+                atom = inner.max(1);
+                i += 1;
+            }
+            '{' => {
+                if let Some((times, end)) = counted_repeat(&p[i..]) {
+                    let top = totals.last_mut().expect("the outermost total stays");
+                    *top = top.saturating_add(last.saturating_mul(times.saturating_sub(1)));
+                    last = last.saturating_mul(times);
+                    i += end;
+                    if *top > MAX_PATTERN_SIZE {
+                        return *top;
+                    }
+                    continue;
+                }
+                atom = 1;
+                i += 1;
+            }
+            _ => {
+                atom = 1;
+                i += 1;
+            }
+        }
+        let top = totals.last_mut().expect("the outermost total stays");
+        *top = top.saturating_add(atom);
+        last = atom;
+    }
+    totals.iter().fold(0u64, |a, &b| a.saturating_add(b))
+}
+
+/// `{m}`, `{m,}`, `{,n}` or `{m,n}` (at least one number) at the start of `p`: the largest
+/// number and the length.
+fn counted_repeat(p: &[char]) -> Option<(u64, usize)> {
+    let digits = |from: usize| from + p[from..].iter().take_while(|c| c.is_ascii_digit()).count();
+    let value = |d: &[char]| -> u64 {
+        if d.len() > 9 {
+            1_000_000_000
+        } else {
+            d.iter().collect::<String>().parse().unwrap_or(0)
+        }
+    };
+    let end1 = digits(1);
+    let (first, mut j) = (&p[1..end1], end1);
+    let mut second: &[char] = &[];
+    if p.get(j) == Some(&',') {
+        let end2 = digits(j + 1);
+        second = &p[j + 1..end2];
+        j = end2;
+    }
+    if p.get(j) != Some(&'}') || (first.is_empty() && second.is_empty()) {
+        return None;
+    }
+    Some((value(first).max(value(second)), j + 1))
 }
 
 impl Generic {
     pub fn new(pattern: &str, what: &str) -> Result<Generic> {
+        let size = pattern_size(pattern);
+        if size > MAX_PATTERN_SIZE {
+            let shown: String = pattern.chars().take(80).collect();
+            return Err(Error::Value(format!(
+                "{what} is too large to compile: its counted repeats expand to about {size} items (at most {MAX_PATTERN_SIZE}): {shown:?}"
+            )));
+        }
         let per_thread = Box::new(ThreadLocal::new());
         // compiled here once so that a bad pattern fails at construction, in the caller's thread
         let _ = per_thread.get_or_try(|| compile(pattern, what))?;
@@ -82,5 +199,26 @@ mod tests {
     fn a_bad_pattern_fails_at_construction() {
         let err = Generic::new(r"(unclosed", "script_pattern").err().unwrap();
         assert!(matches!(err, Error::Value(m) if m.starts_with("script_pattern is not a valid")));
+    }
+
+    #[test]
+    fn pattern_sizes_as_the_reference_counts_them() {
+        // the same values as reference/pretokenize.py's pattern_size (its doctest and
+        // tests/test_hostile_files.py)
+        assert_eq!(pattern_size(r"\p{L}{1,3}"), 3);
+        assert_eq!(pattern_size("(ab{10}){1000}"), 11000);
+        assert_eq!(pattern_size("[{]{5}"), 5);
+        assert!(pattern_size("x{999999999}") > MAX_PATTERN_SIZE);
+        assert!(pattern_size(&format!("x{{{}}}", "9".repeat(5000))) > MAX_PATTERN_SIZE);
+        assert!(pattern_size("((x{1000}){1000})") > MAX_PATTERN_SIZE);
+        assert_eq!(pattern_size("x{,}"), 4); // not a repeat: four literal characters
+    }
+
+    #[test]
+    fn huge_repeats_are_refused_quickly() {
+        for p in ["x{999999999}", "(?=x)x{99999}{2}", "(?:(?:a{1000}){1000})"] {
+            let e = Generic::new(p, "pattern").err().expect("refused");
+            assert!(e.to_string().contains("pattern is"), "{e}");
+        }
     }
 }

@@ -193,7 +193,7 @@ fn train(
 
 /// Train on files (`.txt`, `.jsonl`, optionally `.gz`) read by the Rust core.
 #[pyfunction]
-#[pyo3(signature = (paths, *, text_field, vocab_size, algorithm, supermerges, pattern, script_pattern, scripts, greedy_split, threads, progress))]
+#[pyo3(signature = (paths, *, text_field, vocab_size, algorithm, supermerges, pattern, script_pattern, scripts, greedy_split, tau, blowup, threads, progress))]
 #[allow(clippy::too_many_arguments)]
 fn train_files(
     py: Python<'_>,
@@ -206,6 +206,8 @@ fn train_files(
     script_pattern: Option<String>,
     scripts: Option<Vec<String>>,
     greedy_split: bool,
+    tau: f64,
+    blowup: bool,
     threads: Option<usize>,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<PyTokenizer> {
@@ -217,6 +219,7 @@ fn train_files(
         script_pattern.as_deref(),
         scripts.as_deref(),
         greedy_split,
+        crate::train::bpe::Picky { tau, blowup },
     )
     .map_err(to_py)?;
     train(
@@ -230,7 +233,7 @@ fn train_files(
 
 /// Train on a Python iterator of `str` documents, read in batches.
 #[pyfunction]
-#[pyo3(signature = (documents, *, vocab_size, algorithm, supermerges, pattern, script_pattern, scripts, greedy_split, threads, progress))]
+#[pyo3(signature = (documents, *, vocab_size, algorithm, supermerges, pattern, script_pattern, scripts, greedy_split, tau, blowup, threads, progress))]
 #[allow(clippy::too_many_arguments)]
 fn train_iter(
     py: Python<'_>,
@@ -242,6 +245,8 @@ fn train_iter(
     script_pattern: Option<String>,
     scripts: Option<Vec<String>>,
     greedy_split: bool,
+    tau: f64,
+    blowup: bool,
     threads: Option<usize>,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<PyTokenizer> {
@@ -253,6 +258,7 @@ fn train_iter(
         script_pattern.as_deref(),
         scripts.as_deref(),
         greedy_split,
+        crate::train::bpe::Picky { tau, blowup },
     )
     .map_err(to_py)?;
     let iter = PyIterator::from_object(&documents)?.unbind();
@@ -369,7 +375,8 @@ impl PyTokenizer {
         greedy_split: Option<bool>,
         stats: Vec<(&'static str, f64)>,
     ) -> PyResult<Self> {
-        let greedy = greedy_split.unwrap_or(model.ngrams.is_some());
+        // the paper's encoding unless the greedy split is asked for (SPEC 3.1)
+        let greedy = greedy_split.unwrap_or(false);
         let encoder = py.detach(|| guard(|| Encoder::new(&model, greedy)))?;
         Ok(PyTokenizer {
             model,
@@ -384,13 +391,34 @@ tokenizer_methods!(PyTokenizer, {
     #[staticmethod]
     #[pyo3(signature = (path, greedy_split=None))]
     fn load(py: Python<'_>, path: String, greedy_split: Option<bool>) -> PyResult<Self> {
-        let model = py.detach(|| guard(|| v2::read(&path)))?;
+        let mut model = py.detach(|| guard(|| v2::read(&path)))?;
+        // the n-gram table lives in a sidecar (SPEC 3.1); a table inside an old model file
+        // is used only when there is no sidecar
+        let sidecar = v2::ngrams_path(&path);
+        if greedy_split == Some(true) && (model.ngrams.is_none() || std::path::Path::new(&sidecar).exists()) {
+            model.ngrams = Some(py.detach(|| guard(|| v2::read_ngrams(&path)))?);
+        }
         PyTokenizer::from_model(py, model, greedy_split, Vec::new())
     }
 
-    /// Write the model file atomically.
+    /// Write the model file atomically, and the n-gram sidecar of a model trained with the
+    /// greedy split (a sidecar left from an earlier model at the same path is removed).
     fn save(&self, py: Python<'_>, path: String) -> PyResult<()> {
-        py.detach(|| guard(|| v2::write_atomic(&path, &v2::dumps(&self.model))))
+        py.detach(|| {
+            guard(|| {
+                v2::write_atomic(&path, &v2::dumps(&self.model))?;
+                let sidecar = v2::ngrams_path(&path);
+                match &self.model.ngrams {
+                    Some(ngrams) => v2::write_atomic(&sidecar, &v2::dumps_ngrams(ngrams)),
+                    None => match std::fs::remove_file(&sidecar) {
+                        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                            Err(crate::error::Error::Io(format!("cannot remove {sidecar}: {e}")))
+                        }
+                        _ => Ok(()),
+                    },
+                }
+            })
+        })
     }
 
     /// The model file's text.

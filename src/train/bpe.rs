@@ -1,21 +1,54 @@
-//! Phase 1: byte-level BPE on aggregated pretokens, the word model (SPEC section 2), as
-//! `reference/bpe.py`.
+//! Phase 1: byte-level BPE on aggregated pretokens, the word model (SPEC section 2), with
+//! optional PickyBPE deletions (SPEC 9), as `reference/bpe.py`.
+
+use rustc_hash::FxHashMap;
 
 use super::merging::{MergeState, TrainMerge};
 use super::Control;
 use crate::error::Result;
-use crate::tokens::{byte_id, Vocab, BASE_VOCAB};
+use crate::tokens::{byte_id, Pair, TokenId, Vocab, BASE_VOCAB};
 
 /// The trained word model, in the training's token ids.
 pub struct WordModel {
     pub merges: Vec<TrainMerge>,
+    /// every token training made (one id per byte string, deleted ones included)
     pub vocab: Vocab,
-    /// SPEC 8 `count` of each token id, over the final words
+    /// the final vocabulary in id order, as ids of `vocab`: without deletions `0..vocab.len()`
+    pub order: Vec<TokenId>,
+    /// PickyBPE deletions: (index shared with the merges, token), in index order
+    pub deletions: Vec<(usize, TokenId)>,
+    /// SPEC 8 `count` of each id of `vocab`, over the final words
     pub counts: Vec<u64>,
 }
 
+impl WordModel {
+    /// The smallest count of a recorded merge: with deletions counts need not fall
+    /// monotonically, so this, not the last merge's count, bounds every regular merge.
+    pub fn min_merge_count(&self) -> Option<u64> {
+        self.merges.iter().map(|m| m.count).min()
+    }
+}
+
+/// PickyBPE settings (SPEC 9): `tau > 1` never deletes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Picky {
+    pub tau: f64,
+    pub blowup: bool,
+}
+
+impl Picky {
+    pub fn deletes(&self) -> bool {
+        self.tau <= 1.0
+    }
+}
+
 /// Train on `words` (distinct pretokens with counts, in any order) up to `vocab_size`.
-pub fn train_words(words: &[(Box<str>, u64)], vocab_size: usize, control: &dyn Control) -> Result<WordModel> {
+pub fn train_words(
+    words: &[(Box<str>, u64)],
+    vocab_size: usize,
+    picky: Picky,
+    control: &dyn Control,
+) -> Result<WordModel> {
     // 1. each distinct pretoken is a word of byte tokens, weighted by its count
     let mut vocab = Vocab::base();
     let seqs: Vec<Vec<u32>> = words
@@ -28,23 +61,132 @@ pub fn train_words(words: &[(Box<str>, u64)], vocab_size: usize, control: &dyn C
         .collect();
     let mut state = MergeState::new(seqs.iter().zip(words).map(|(s, w)| (s.as_slice(), w.1)), &vocab);
     drop(seqs);
+    let deletes = picky.deletes();
+    if deletes {
+        state.track_tokens(vocab.len());
+    }
+    let mut order: Vec<TokenId> = (0..vocab.len() as TokenId).collect();
+    let mut present: Vec<bool> = vec![true; vocab.len()];
+    let mut deletions: Vec<(usize, TokenId)> = Vec::new();
+    let mut parts: FxHashMap<TokenId, Vec<TokenId>> = FxHashMap::default();
+    let mut makers: FxHashMap<TokenId, Pair> = FxHashMap::default();
     // 2. merge the best pair until the vocabulary is full or no pair is left
     let mut merges = Vec::new();
     let total = vocab_size.saturating_sub(BASE_VOCAB) as u64;
-    while vocab.len() < vocab_size {
+    while order.len() < vocab_size {
         let Some((pair, count)) = state.best(&vocab) else {
             break;
         };
-        merges.push(state.merge_pair(&mut vocab, pair, count).0);
+        // SPEC 9.1: "intersection over self", before the merge changes the counts
+        let ios = if deletes {
+            let ratio = |t| count as f64 / state.token_count(t) as f64;
+            [(pair.0, ratio(pair.0)), (pair.1, ratio(pair.1))]
+        } else {
+            [(pair.0, 0.0), (pair.1, 0.0)]
+        };
+        let (merge, id) = state.merge_pair(&mut vocab, pair, count);
+        merges.push(merge);
+        if present.len() < vocab.len() {
+            present.resize(vocab.len(), false);
+        }
+        if !present[id as usize] {
+            // new bytes, or a deleted token made again (it comes back with a new id)
+            present[id as usize] = true;
+            order.push(id);
+        }
+        if deletes {
+            makers.entry(id).or_insert(pair);
+            // SPEC 9.3: delete a (then b; twice when a == b) when the merge used most of it
+            for (t, ratio) in ios {
+                if vocab.bytes(t).len() == 1 || ratio < picky.tau {
+                    continue;
+                }
+                let replacement = parts.entry(t).or_insert_with(|| {
+                    if picky.blowup {
+                        vocab
+                            .bytes(t)
+                            .iter()
+                            .map(|&b| byte_id(b).expect("token bytes come from UTF-8 text"))
+                            .collect()
+                    } else {
+                        let (l, r) = makers[&t];
+                        vec![l, r]
+                    }
+                });
+                state.delete(t, replacement, &vocab);
+                deletions.push((merges.len() + deletions.len(), t));
+                if present[t as usize] {
+                    // not when a == b and the first deletion removed it; later ids shift down
+                    present[t as usize] = false;
+                    order.retain(|&x| x != t);
+                }
+            }
+        }
         if merges.len() % 256 == 0 {
-            control.progress("merges", (vocab.len() - BASE_VOCAB) as u64, total)?;
+            control.progress("merges", (order.len() - BASE_VOCAB) as u64, total)?;
         }
     }
-    control.progress("merges", (vocab.len() - BASE_VOCAB) as u64, total)?;
+    control.progress("merges", (order.len() - BASE_VOCAB) as u64, total)?;
     let counts = state.token_counts(vocab.len());
     Ok(WordModel {
         merges,
         vocab,
+        order,
+        deletions,
         counts,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::train::Silent;
+
+    type Trained = (Vec<TrainMerge>, Vec<(usize, TokenId)>, Vec<Vec<u8>>, Vec<u64>);
+
+    fn run(words: &[(Box<str>, u64)], threads: usize, picky: Picky) -> Trained {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        let w = pool.install(|| train_words(words, 330, picky, &Silent)).unwrap();
+        let order = w.order.iter().map(|&t| w.vocab.bytes(t).to_vec()).collect();
+        let counts = w.order.iter().map(|&t| w.counts[t as usize]).collect();
+        (w.merges, w.deletions, order, counts)
+    }
+
+    #[test]
+    fn deletions_do_not_depend_on_the_thread_count() {
+        // thousands of distinct words over four letters: most merges touch more than
+        // PARALLEL_MERGE words, so deleted tokens' words (moved in the arena) are rewritten
+        // by parallel groups
+        // (syllables such as "ing" and "tion" make tokens that later merges use up: deletions)
+        // ("in" alone takes a quarter of the "in"s: deleting it after (in, g) rewrites words)
+        let syllables = ["ing", "ing", "ing", "in", "tion", "a", "e"];
+        let mut rng = crate::XorShift(0x1234_5678_9ABC_DEF1);
+        let mut words: FxHashMap<String, u64> = FxHashMap::default();
+        while words.len() < 20000 {
+            let len = 3 + rng.below(8) as usize;
+            let w: String = (0..len).map(|_| syllables[rng.below(7) as usize]).collect();
+            *words.entry(w).or_insert(0) += 1 + rng.below(20);
+        }
+        let mut words: Vec<(Box<str>, u64)> = words.into_iter().map(|(w, c)| (w.into(), c)).collect();
+        words.sort();
+        for picky in [
+            Picky {
+                tau: 0.6,
+                blowup: false,
+            },
+            Picky {
+                tau: 0.8,
+                blowup: true,
+            },
+        ] {
+            let one = run(&words, 1, picky);
+            assert!(!one.1.is_empty(), "this corpus makes deletions");
+            for threads in [2, 3] {
+                assert!(run(&words, threads, picky) == one, "{picky:?}, {threads} threads");
+            }
+        }
+    }
 }

@@ -208,6 +208,18 @@ pub struct MergeState {
     whole: Vec<bool>,
     shards: Vec<FxHashMap<Pair, PairInfo>>,
     heap: PairHeap,
+    /// token counts and holders, kept only for PickyBPE deletions (see [`Self::track_tokens`])
+    tokens: Option<TokenTracking>,
+    /// has a deletion moved a sequence to the end of the arena?  Then sequence order is no
+    /// longer arena order.
+    relocated: bool,
+}
+
+/// What PickyBPE deletions need (SPEC 9): how often each token occurs, weighted, and which
+/// sequences may hold it (stale entries are allowed).
+struct TokenTracking {
+    counts: Vec<u64>,
+    holders: Vec<Vec<u32>>,
 }
 
 /// A live pair: its count and the sequences that may hold it (stale entries are allowed;
@@ -248,6 +260,8 @@ struct GroupChanges {
     /// new lengths of the rewritten sequences
     lengths: Vec<(u32, u32)>,
     became_single: bool,
+    /// weighted number of merged tokens made
+    made: u64,
 }
 
 /// Apply `pair` -> `merged` to the sequences `indices` (sorted), whose tokens lie in `data`,
@@ -292,6 +306,7 @@ fn rewrite_group(
             continue; // stale: the pair left this sequence earlier
         }
         let w = weights[index as usize] as i64;
+        out.made += occurrences.len() as u64 * w as u64;
         // 2. windows around the occurrences, merged when they touch
         windows.clear();
         for &i in &occurrences {
@@ -401,6 +416,115 @@ impl MergeState {
             whole,
             shards,
             heap,
+            tokens: None,
+            relocated: false,
+        }
+    }
+
+    /// Start keeping token counts and holders, which [`Self::token_count`] and
+    /// [`Self::delete`] need; plain BPE never pays for them.
+    pub fn track_tokens(&mut self, n_tokens: usize) {
+        let mut counts = vec![0u64; n_tokens];
+        let mut holders: Vec<Vec<u32>> = vec![Vec::new(); n_tokens];
+        for (i, (&(start, len), &w)) in self.spans.iter().zip(&self.weights).enumerate() {
+            for &t in &self.data[start..start + len as usize] {
+                counts[t as usize] += w;
+                let h = &mut holders[t as usize];
+                if h.last() != Some(&(i as u32)) {
+                    h.push(i as u32);
+                }
+            }
+        }
+        self.tokens = Some(TokenTracking { counts, holders });
+    }
+
+    /// How often `token` occurs, weighted (SPEC 9 `count(t)`); needs [`Self::track_tokens`].
+    pub fn token_count(&self, token: TokenId) -> u64 {
+        let tracking = self.tokens.as_ref().expect("token counts are tracked");
+        tracking.counts.get(token as usize).copied().unwrap_or(0)
+    }
+
+    /// Replace every occurrence of `token` by `parts` (a PickyBPE deletion, SPEC 9), updating
+    /// pair and token counts; needs [`Self::track_tokens`].  A sequence grows, so it moves to
+    /// the end of the arena.
+    pub fn delete(&mut self, token: TokenId, parts: &[TokenId], vocab: &Vocab) {
+        let mut tracking = self.tokens.take().expect("token counts are tracked");
+        let top = parts.iter().copied().chain([token]).max().unwrap_or(0) as usize + 1;
+        if tracking.counts.len() < top {
+            tracking.counts.resize(top, 0);
+            tracking.holders.resize_with(top, Vec::new);
+        }
+        let mut indices = std::mem::take(&mut tracking.holders[token as usize]);
+        indices.sort_unstable();
+        indices.dedup();
+        let mut delta: FxHashMap<Pair, i64> = FxHashMap::default();
+        let mut removed = 0u64;
+        let mut after: Vec<TokenId> = Vec::new();
+        for index in indices {
+            let (start, len) = self.spans[index as usize];
+            let before = &self.data[start..start + len as usize];
+            let n = before.iter().filter(|&&t| t == token).count();
+            if n == 0 {
+                continue; // stale holder entry
+            }
+            let w = self.weights[index as usize];
+            after.clear();
+            for &t in before {
+                if t == token {
+                    after.extend_from_slice(parts);
+                } else {
+                    after.push(t);
+                }
+            }
+            count_pairs(before, |p| *delta.entry(p).or_insert(0) -= w as i64);
+            let mut noted: Vec<Pair> = Vec::new();
+            count_pairs(&after, |p| {
+                *delta.entry(p).or_insert(0) += w as i64;
+                noted.push(p);
+            });
+            for p in noted {
+                self.info_mut(p).note(index);
+            }
+            removed += n as u64 * w;
+            for &part in parts {
+                let h = &mut tracking.holders[part as usize];
+                if h.last() != Some(&index) {
+                    h.push(index);
+                }
+            }
+            self.spans[index as usize] = (self.data.len(), after.len() as u32);
+            self.data.extend_from_slice(&after);
+            self.relocated = true;
+        }
+        tracking.counts[token as usize] -= removed;
+        for &part in parts {
+            tracking.counts[part as usize] += removed;
+        }
+        self.tokens = Some(tracking);
+        self.apply_delta(delta, vocab);
+    }
+
+    /// Add summed pair-count changes to the live counts; a pair whose count grew gets a new
+    /// heap entry (see the module notes).
+    fn apply_delta(&mut self, delta: FxHashMap<Pair, i64>, vocab: &Vocab) {
+        // (the heap's order is total, so the order of these updates does not matter)
+        let n = self.shards.len();
+        for (p, d) in delta {
+            if d == 0 {
+                continue;
+            }
+            let shard = &mut self.shards[shard_of(p, n)];
+            let info = shard.entry(p).or_default();
+            let live = info.count as i64 + d;
+            debug_assert!(live >= 0, "pair count below zero");
+            if live <= 0 {
+                shard.remove(&p);
+            } else {
+                info.count = live as u64;
+                if d > 0 {
+                    self.heap.push(vocab, (live as u64, p));
+                }
+            }
         }
     }
 
@@ -440,6 +564,11 @@ impl MergeState {
         let mut indices: Vec<u32> = std::mem::take(&mut self.info_mut(pair).seqs).into_vec();
         indices.sort_unstable();
         indices.dedup();
+        if self.relocated {
+            // the groups below need sequences in arena order
+            let spans = &self.spans;
+            indices.sort_unstable_by_key(|&i| spans[i as usize].0);
+        }
         let groups = if indices.len() >= PARALLEL_MERGE {
             rayon::current_num_threads()
         } else {
@@ -480,9 +609,20 @@ impl MergeState {
                 .collect()
         };
         let mut became_single = false;
+        let mut made = 0u64;
         let mut delta: FxHashMap<Pair, i64> = FxHashMap::default();
         for c in changes {
             became_single |= c.became_single;
+            made += c.made;
+            if let Some(tracking) = &mut self.tokens {
+                let top = merged.max(pair.0).max(pair.1) as usize + 1;
+                if tracking.holders.len() < top {
+                    tracking.holders.resize_with(top, Vec::new);
+                    tracking.counts.resize(top, 0);
+                }
+                let h = &mut tracking.holders[merged as usize];
+                h.extend(c.lengths.iter().map(|&(index, _)| index));
+            }
             for (index, len) in c.lengths {
                 self.spans[index as usize].1 = len;
             }
@@ -497,25 +637,14 @@ impl MergeState {
                 }
             }
         }
-        // (the heap's order is total, so the order of these updates does not matter)
-        let n = self.shards.len();
-        for (p, d) in delta {
-            if d == 0 {
-                continue;
-            }
-            let shard = &mut self.shards[shard_of(p, n)];
-            let info = shard.entry(p).or_default();
-            let live = info.count as i64 + d;
-            debug_assert!(live >= 0, "pair count below zero");
-            if live <= 0 {
-                shard.remove(&p);
-            } else {
-                info.count = live as u64;
-                if d > 0 {
-                    self.heap.push(vocab, (live as u64, p));
-                }
+        if let Some(tracking) = &mut self.tokens {
+            if made > 0 {
+                tracking.counts[merged as usize] += made;
+                tracking.counts[pair.0 as usize] -= made;
+                tracking.counts[pair.1 as usize] -= made;
             }
         }
+        self.apply_delta(delta, vocab);
         became_single
     }
 

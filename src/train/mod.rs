@@ -21,11 +21,11 @@ use crate::count::{count_documents, Counts};
 use crate::encode::Encoder;
 use crate::error::{Error, Result};
 use crate::input::Documents;
-use crate::model::{Kind, Merge, Model, Settings};
+use crate::model::{Deletion, Kind, Merge, Model, Settings};
 use crate::pretokenize::{Pretokenizer, MERGE_PATTERN};
 use crate::tokens::{TokenId, Vocab};
 use boundless::{train_boundless, Boundless};
-use bpe::{train_words, WordModel};
+use bpe::{train_words, Picky, WordModel};
 use candidates::{cut, cut_runs, supermerge_candidates, Candidates, CutCandidates};
 use merging::TrainMerge;
 use ngram::{frequent_ngrams, greedy_split, MAX_NGRAM, MIN_COUNT_FLOOR};
@@ -61,11 +61,14 @@ pub struct Config {
     pub settings: Settings,
     pub pretokenizer: Pretokenizer,
     pub greedy_split: bool,
+    /// PickyBPE deletions in phase 1 (SPEC 9)
+    pub picky: Picky,
 }
 
 impl Config {
     /// `algorithm` is "bpe", "boundless" or "superbpe" (which needs `supermerges`);
     /// `script_pattern` and `scripts` as for [`Pretokenizer::new`].
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         vocab_size: usize,
         algorithm: &str,
@@ -74,7 +77,14 @@ impl Config {
         script_pattern: Option<&str>,
         scripts: Option<&[String]>,
         greedy_split: bool,
+        picky: Picky,
     ) -> Result<Config> {
+        if !(picky.tau.is_finite() && picky.tau > 0.0) {
+            return Err(Error::Value(format!(
+                "tau must be a positive number (1.1, the default, turns PickyBPE deletions off), got {}",
+                picky.tau
+            )));
+        }
         let algorithm = match (algorithm, supermerges) {
             ("bpe", _) => Algorithm::Bpe,
             ("boundless", _) => Algorithm::Boundless,
@@ -87,8 +97,8 @@ impl Config {
             script_specific_regex: script_pattern.map(str::to_string),
             script_specific_scripts: pretokenizer.scripts.clone(),
             merge_pattern: MERGE_PATTERN.to_string(),
-            tau: 1.1,
-            blowup: false,
+            tau: picky.tau,
+            blowup: picky.blowup,
         };
         Ok(Config {
             vocab_size,
@@ -96,6 +106,7 @@ impl Config {
             settings,
             pretokenizer,
             greedy_split,
+            picky,
         })
     }
 }
@@ -115,17 +126,28 @@ fn to_bytes(vocab: &Vocab, merges: &[TrainMerge]) -> Vec<Merge> {
         .collect()
 }
 
+fn deletions_to_bytes(vocab: &Vocab, deletions: &[(usize, TokenId)]) -> Vec<Deletion> {
+    deletions
+        .iter()
+        .map(|&(index, t)| Deletion {
+            index,
+            token: vocab.bytes(t).to_vec(),
+        })
+        .collect()
+}
+
 fn word_model(settings: &Settings, w: &WordModel) -> Model {
     Model {
         kind: Kind::Word,
         settings: settings.clone(),
-        vocab: w.vocab.to_vec(),
-        counts: w.counts.clone(),
-        is_super: vec![false; w.vocab.len()],
+        vocab: w.order.iter().map(|&t| w.vocab.bytes(t).to_vec()).collect(),
+        counts: w.order.iter().map(|&t| w.counts[t as usize]).collect(),
+        is_super: vec![false; w.order.len()],
         merges: to_bytes(&w.vocab, &w.merges),
         supermerges: Vec::new(),
         special_tokens: Vec::new(),
         ngrams: None,
+        deletions: deletions_to_bytes(&w.vocab, &w.deletions),
     }
 }
 
@@ -151,6 +173,7 @@ fn boundless_model(
         supermerges: to_bytes(&b.phase2_vocab, &b.supermerges),
         special_tokens: Vec::new(),
         ngrams,
+        deletions: word_model.deletions[..b.deletions_used].to_vec(),
     }
 }
 
@@ -187,7 +210,7 @@ fn train_counted(counts: Counts, config: &Config, control: &dyn Control, stats: 
         Algorithm::SuperBpe(n) => config.vocab_size - n,
         _ => config.vocab_size,
     };
-    let word = train_words(&words, phase1_size, control)?;
+    let word = train_words(&words, phase1_size, config.picky, control)?;
     let word_model = word_model(&config.settings, &word);
     stats.push(("phase1", clock.elapsed().as_secs_f64()));
     if config.algorithm == Algorithm::Bpe {
@@ -197,14 +220,21 @@ fn train_counted(counts: Counts, config: &Config, control: &dyn Control, stats: 
     // 3. supermerge candidates: letter runs cut at pretokens that are not single tokens
     let clock = Instant::now();
     let encoder = Encoder::new(&word_model, false)?;
+    // (the encoder's ids are the final vocabulary's; training's are `word.order`'s entries)
     let token_of: Vec<Option<TokenId>> = words
         .par_iter()
-        .map(|(w, _)| encoder.single_token(w.as_bytes()))
+        .map(|(w, _)| {
+            encoder
+                .single_token(w.as_bytes())
+                .map(|id| word.order[id as usize])
+        })
         .collect();
     drop(words);
-    // phase 2 of BoundlessBPE cuts the candidates at pairs that count no more than the last
-    // regular merge (see boundless.rs); without the greedy split, straight from the runs
-    let threshold = word.merges.last().map(|m| m.count);
+    // phase 2 of BoundlessBPE cuts the candidates at pairs that count no more than any
+    // regular merge (see boundless.rs); without the greedy split, straight from the runs.
+    // Without deletions the smallest count is the last merge's.
+    let threshold = word.min_merge_count();
+    let last_count = word.merges.last().map(|m| m.count);
     let n_tokens = word.vocab.len();
     let mut ngrams = None;
     // (progress reports the number of candidates, or of segments when cut from the runs)
@@ -217,7 +247,7 @@ fn train_counted(counts: Counts, config: &Config, control: &dyn Control, stats: 
         _ => {
             let mut candidates = supermerge_candidates(&runs, &token_of);
             if config.greedy_split {
-                let min_count = threshold.unwrap_or(0).max(MIN_COUNT_FLOOR);
+                let min_count = last_count.unwrap_or(0).max(MIN_COUNT_FLOOR);
                 let table: rustc_hash::FxHashSet<Box<[TokenId]>> =
                     frequent_ngrams(&candidates, min_count, MAX_NGRAM)
                         .into_keys()
@@ -254,17 +284,18 @@ fn train_counted(counts: Counts, config: &Config, control: &dyn Control, stats: 
             // cutting at half the last regular merge's count is a guess that rarely needs
             // the exact fallback (any threshold gives the same model)
             let threshold = threshold.map_or(0, |t| t / 2);
-            let s = train_superbpe(&word.vocab, candidates, n, threshold, control)?;
+            let s = train_superbpe(&word.vocab, &word.order, candidates, n, threshold, control)?;
             Model {
                 kind: Kind::SuperBpe,
                 settings: config.settings.clone(),
-                vocab: s.vocab.to_vec(),
-                counts: s.counts.clone(),
-                is_super: (0..s.vocab.len()).map(|i| i >= word.vocab.len()).collect(),
+                vocab: s.order.iter().map(|&t| s.vocab.bytes(t).to_vec()).collect(),
+                counts: s.order.iter().map(|&t| s.counts[t as usize]).collect(),
+                is_super: (0..s.order.len()).map(|i| i >= word.order.len()).collect(),
                 merges: word_model.merges.clone(),
                 supermerges: to_bytes(&s.vocab, &s.supermerges),
                 special_tokens: Vec::new(),
                 ngrams,
+                deletions: word_model.deletions.clone(),
             }
         }
         _ => unreachable!("stage 3 makes the candidates phase 2 needs"),

@@ -15,14 +15,20 @@ use crate::tokens::{TokenId, Vocab};
 
 pub struct SuperBpe {
     pub supermerges: Vec<TrainMerge>,
-    /// word tokens, then superword tokens
+    /// every token phase 1 or 2 made (ids as in training)
     pub vocab: Vocab,
+    /// the final vocabulary in id order: the word model's tokens, then superword tokens
+    pub order: Vec<TokenId>,
+    /// counts by id of `vocab`
     pub counts: Vec<u64>,
 }
 
 /// `threshold`: where to cut the candidates (0: do not cut).  Any value gives the same model.
+/// `word_order`: the word model's final vocabulary (ids of `word_vocab`, which may also hold
+/// tokens PickyBPE deleted).
 pub fn train_superbpe(
     word_vocab: &Vocab,
+    word_order: &[TokenId],
     candidates: Candidates,
     n: usize,
     threshold: u64,
@@ -42,7 +48,9 @@ pub fn train_superbpe(
     let mut is_cut = threshold > 0;
     let mut supermerges: Vec<TrainMerge> = Vec::new();
     let mut merged_ids: Vec<TokenId> = Vec::new();
-    while vocab.len() - word_vocab.len() < n {
+    let mut order: Vec<TokenId> = word_order.to_vec();
+    let mut known: rustc_hash::FxHashSet<TokenId> = word_order.iter().copied().collect();
+    while order.len() - word_order.len() < n {
         let best = state.best(&vocab);
         if is_cut && best.is_none_or(|(_, count)| count <= threshold) {
             // pairs that were cut away may matter now: continue on the uncut candidates
@@ -58,11 +66,14 @@ pub fn train_superbpe(
         let (merge, id) = state.merge_pair(&mut vocab, pair, count);
         supermerges.push(merge);
         merged_ids.push(id);
+        if known.insert(id) {
+            order.push(id);
+        }
         if supermerges.len() % 256 == 0 {
-            control.progress("phase2", (vocab.len() - word_vocab.len()) as u64, n as u64)?;
+            control.progress("phase2", (order.len() - word_order.len()) as u64, n as u64)?;
         }
     }
-    control.progress("phase2", (vocab.len() - word_vocab.len()) as u64, n as u64)?;
+    control.progress("phase2", (order.len() - word_order.len()) as u64, n as u64)?;
     let mut counts = state.token_counts(vocab.len());
     for (t, w) in alone.into_iter().enumerate() {
         counts[t] += w;
@@ -70,6 +81,7 @@ pub fn train_superbpe(
     Ok(SuperBpe {
         supermerges,
         vocab,
+        order,
         counts,
     })
 }
@@ -95,9 +107,10 @@ mod tests {
             }
             let candidates: Candidates = candidates.into_iter().collect();
             let n = 1 + next(15) as usize;
-            let exact = train_superbpe(&vocab, candidates.clone(), n, 0, &Silent).unwrap();
+            let order: Vec<TokenId> = (0..vocab.len() as TokenId).collect();
+            let exact = train_superbpe(&vocab, &order, candidates.clone(), n, 0, &Silent).unwrap();
             for t in [1, 3, 8, 1000] {
-                let cut = train_superbpe(&vocab, candidates.clone(), n, t, &Silent).unwrap();
+                let cut = train_superbpe(&vocab, &order, candidates.clone(), n, t, &Silent).unwrap();
                 assert_eq!(cut.supermerges, exact.supermerges, "round {round}, threshold {t}");
                 assert_eq!(cut.vocab.to_vec(), exact.vocab.to_vec());
                 assert_eq!(cut.counts, exact.counts);

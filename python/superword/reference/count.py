@@ -20,9 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-import regex
-
-from .pretokenize import MERGE_PATTERN, Pretokenizer
+from .pretokenize import MERGE_PATTERN, Pretokenizer, compile_pattern
 
 
 @dataclass
@@ -38,7 +36,7 @@ def count_documents(documents: Iterable[str], pretokenizer: Pretokenizer, with_r
                     progress: Callable[[int], None] | None = None) -> Counts:
     counts = Counts()
     words, runs = counts.words, counts.runs
-    has_letter = regex.compile(merge_pattern).search
+    has_letter = compile_pattern(merge_pattern, "merge pattern").search
     mergeable: dict[str, bool] = {}   # pretoken -> matches the merge pattern (memo)
     for text in documents:
         pieces = pretokenizer.pretokenize(text)

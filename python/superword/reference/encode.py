@@ -29,7 +29,7 @@ import regex
 from .merging import Pair, apply_merge, deletion_parts, first_makers, merge_indices, replace_token
 from .model import Model
 from .ngram import prefix_set, split_one
-from .pretokenize import Pretokenizer, can_merge
+from .pretokenize import Pretokenizer, can_merge, compile_pattern
 
 
 def pretokenizer_for(model: Model) -> Pretokenizer:
@@ -264,5 +264,5 @@ def encode_with_specials(text: str, special_tokens: dict[str, int], allowed: Ite
 
 def eligible_tokens(encoder: Encoder) -> set[bytes]:
     """Reachable word tokens that match the merge pattern (SPEC 3.2)."""
-    pattern = regex.compile(encoder.model.settings.merge_pattern)
+    pattern = compile_pattern(encoder.model.settings.merge_pattern, "merge pattern")
     return {t for t in encoder.reachable if can_merge(t, pattern)}

@@ -132,16 +132,87 @@ class Pretokenizer:
         return runs
 
 
+MAX_PATTERN_SIZE = 100_000  # see pattern_size
+
+
+def pattern_size(pattern: str) -> int:
+    r"""A generous estimate of how many items compiling ``pattern`` makes: every atom (a
+    character, an escape, a class) counts 1, a counted repeat ``{m}``, ``{m,}`` or ``{m,n}``
+    multiplies what it repeats by its largest number, and the items of a group (alternatives
+    included) add up.  ``*``, ``+`` and ``?`` are loops and multiply nothing.  The ``regex``
+    module compiles and expands counted repeats before matching anything, so a pattern such
+    as ``x{999999999}`` (which a hostile model file can hold) would hang or exhaust memory;
+    :func:`compile_pattern` refuses it first.
+
+    >>> pattern_size(r"\p{L}{1,3}"), pattern_size("(ab{10}){1000}")
+    (3, 11000)
+    """
+    totals = [0]  # per open group: the size of its items so far
+    last = 0      # the size of the last atom (what a counted repeat applies to)
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            if pattern[i - 1:i] in ("p", "P", "N", "x", "u", "U") and pattern[i:i + 1] == "{":
+                end = pattern.find("}", i)
+                i = n if end < 0 else end + 1
+            atom = 1
+        elif c == "[":
+            i += 1
+            if pattern[i:i + 1] == "^":
+                i += 1
+            if pattern[i:i + 1] == "]":
+                i += 1
+            while i < n and pattern[i] != "]":
+                i += 2 if pattern[i] == "\\" else 1
+            i += 1
+            atom = 1
+        elif c == "(":
+            totals.append(0)
+            last = 0
+            i += 1
+            continue
+        elif c == ")":
+            atom = max(totals.pop() if len(totals) > 1 else 0, 1)
+            i += 1
+        elif c == "{" and (m := regex.match(r"\{([0-9]*)(?:,([0-9]*))?\}", pattern[i:])) and any(m.groups()):
+            digits = [g for g in m.groups() if g]
+            times = max(int(g) if len(g) <= 9 else 10**9 for g in digits)
+            totals[-1] += last * (times - 1)  # the atom itself was counted once already
+            last *= times
+            i += m.end()
+            if totals[-1] > MAX_PATTERN_SIZE:
+                return totals[-1]
+            continue
+        else:
+            atom = 1
+            i += 1
+        totals[-1] += atom
+        last = atom
+    return sum(totals)
+
+
+def compile_pattern(pattern: str, what: str) -> regex.Pattern[str]:
+    """Compile a pattern that may come from an untrusted file: one that :func:`pattern_size`
+    finds too large is refused, and an invalid one named, both with ``ValueError``."""
+    size = pattern_size(pattern)
+    if size > MAX_PATTERN_SIZE:
+        raise ValueError(f"{what} is too large to compile: its counted repeats expand to about "
+                         f"{size} items (at most {MAX_PATTERN_SIZE}): {pattern[:80]!r}")
+    try:
+        return regex.compile(pattern)
+    except regex.error as exc:
+        raise ValueError(f"{what} is not a valid regular expression: {exc}") from None
+
+
 class _Finder:
     """All non-empty matches of a pattern, in order.  ``findall`` is the fast path; a pattern
     with capturing groups (whose ``findall`` would return the groups) or one that can match
     the empty string goes through ``finditer``."""
 
     def __init__(self, pattern: str, what: str):
-        try:
-            self.compiled = regex.compile(pattern)
-        except regex.error as exc:
-            raise ValueError(f"{what} is not a valid regular expression: {exc}") from None
+        self.compiled = compile_pattern(pattern, what)
         self._plain = self.compiled.groups == 0 and self.compiled.match("") is None
 
     def findall(self, text: str) -> list[str]:

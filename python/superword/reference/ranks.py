@@ -36,8 +36,9 @@ def read_ranks(path: str | os.PathLike[str]) -> dict[bytes, int]:
             raw = base64.b64decode(token, validate=True)
         except (binascii.Error, ValueError):
             raise ValueError(f"{name}, line {number}: the token is not valid base64") from None
-        if not (rank.isascii() and rank.isdigit()) or int(rank) >= 2**32:
-            raise ValueError(f"{name}, line {number}: the rank is not a non-negative integer")
+        if not (rank.isascii() and rank.isdigit()) or len(rank) > 10 or int(rank) >= 2**32 - 1:
+            raise ValueError(f"{name}, line {number}: the rank is not a non-negative integer "
+                             f"below 4294967295")
         if not raw:
             raise ValueError(f"{name}, line {number}: empty token")
         if raw in ranks:
