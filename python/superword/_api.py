@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator
 from collections.abc import Set as AbstractSet
 from typing import Any, Literal
 
-from . import _inputs, _provenance
+from . import _files, _inputs, _provenance
 from ._reference_core import ReferenceCore, ReferenceRankCore
 from .reference import pretokenize as _pretok
 from .reference import train as _ref_train
@@ -230,11 +230,17 @@ class Tokenizer:
         return cls(impl, backend)
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the model file atomically (a temporary file, then a rename), and, when
-        :attr:`provenance` is known, the sidecar ``path + ".json"`` describing how it was made."""
-        self._impl.save(os.fspath(path))
+        """Write the model file atomically, and, when :attr:`provenance` is known, the sidecar
+        ``path + ".json"`` describing how it was made.
+
+        A reader sees the old file or the new one, never a part, even after a ``kill -9``;
+        saves from several threads to one path do not collide (the last one wins).  ``path``
+        must be a regular file or absent: a folder, FIFO or device node is refused; a symbolic
+        link is written through (the file it points to is replaced)."""
+        text = self.model_text()
+        _files.write_text_atomic(path, text)
         if self.provenance is not None:
-            _provenance.write(path, self.provenance, self.model_text())
+            _provenance.write(path, self.provenance, text)
 
     def save_tiktoken(self, path: str | os.PathLike[str]) -> None:
         """Write a ``.tiktoken`` ranks file that ``tiktoken.Encoding`` loads (with

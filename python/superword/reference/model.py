@@ -7,13 +7,12 @@ the text format the paper's implementation reads and writes, byte for byte.
 """
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from .._files import write_text_atomic
 from .merging import Merge
 from .tokens import parse, render
 
@@ -86,22 +85,8 @@ def _section(config: dict[str, Any], merges: list[Merge]) -> list[str]:
 
 
 def write_model(model: Model, path: str | os.PathLike[str]) -> None:
-    """Write atomically: a temporary file in the same folder, then a rename."""
+    """Write atomically (see :mod:`superword._files`): a reader never sees half a file."""
     write_text_atomic(path, dumps(model))
-
-
-def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
-    path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".superword-", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
 
 
 # ----------------------------------------------------------------------------------------
