@@ -11,6 +11,7 @@ import gc
 import os
 import sys
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from collections.abc import Set as AbstractSet
 from typing import Any, Literal
@@ -23,6 +24,10 @@ from .reference import train as _ref_train
 BACKENDS = ("rust", "reference")
 DEFAULT_BACKEND = "rust"
 MIN_VOCAB_SIZE = 243
+#: token ids are 32-bit; 2**31 leaves the upper half for special tokens
+MAX_VOCAB_SIZE = 2**31
+#: the environment variable that sets the default number of threads (as for rayon itself)
+THREADS_VARIABLE = "RAYON_NUM_THREADS"
 
 Progress = Callable[[str, int, int], None]
 
@@ -62,6 +67,72 @@ def _check_int(name: str, value: object) -> int:
     return value
 
 
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the system tells it)."""
+    if hasattr(os, "process_cpu_count"):  # Python 3.13
+        return os.process_cpu_count() or 1
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1
+
+
+def resolve_threads(threads: int | None) -> int:
+    """The number of worker threads for ``threads``.
+
+    ``None`` means the environment variable ``RAYON_NUM_THREADS`` when it is set to a positive
+    number, else all available cores.  A number above the available cores is reduced to them:
+    more workers than cores only add overhead, and results never depend on the count.  So a
+    process never starts more workers than it has cores, whatever it is asked.
+
+    >>> resolve_threads(1)
+    1
+    """
+    if threads is None:
+        text = os.environ.get(THREADS_VARIABLE, "").strip()
+        if not text or text == "0":  # rayon's own rule: unset or 0 means all cores
+            return available_cores()
+        try:
+            threads = int(text)
+        except ValueError:
+            raise ValueError(f"the environment variable {THREADS_VARIABLE} must be a whole number "
+                             f"of threads, got {text!r}") from None
+        if threads < 1:
+            raise ValueError(f"the environment variable {THREADS_VARIABLE} must be at least 1 "
+                             f"(or 0 for all cores), got {threads}")
+    else:
+        threads = _check_int("threads", threads)
+        if threads < 1:
+            raise ValueError(f"threads must be at least 1 (or None for all cores), got {threads}")
+    return min(threads, available_cores())
+
+
+def _warn_if_short(tok: Tokenizer, vocab_size: int, algorithm: str, supermerges: int | None) -> None:
+    """Say so when training could not make what was asked: the corpus ran out of pairs."""
+    got = tok.vocab_size
+    if algorithm == "superbpe":
+        assert supermerges is not None
+        regular = got - tok.num_supermerges
+        if regular < vocab_size - supermerges:
+            warnings.warn(f"SuperBPE: phase 1 made {regular:,} of the {vocab_size - supermerges:,} "
+                          f"regular tokens requested (vocab_size - supermerges): no pair of tokens "
+                          f"within a pretoken is left to merge in this corpus", TrainingShortfall,
+                          stacklevel=3)
+        if tok.num_supermerges < supermerges:
+            warnings.warn(f"SuperBPE: made {tok.num_supermerges:,} of the {supermerges:,} supermerges "
+                          f"requested ({got:,} of {vocab_size:,} tokens): no pair of tokens is left to "
+                          f"merge across pretokens in this corpus", TrainingShortfall, stacklevel=3)
+    elif got < vocab_size:
+        warnings.warn(f"{'BPE' if algorithm == 'bpe' else 'BoundlessBPE'}: training stopped at "
+                      f"{got:,} of the {vocab_size:,} tokens requested: no pair of tokens is left to "
+                      f"merge in this corpus (it is too small for this vocab_size)",
+                      TrainingShortfall, stacklevel=3)
+
+
+class TrainingShortfall(UserWarning):
+    """Training could not make as many tokens (or supermerges) as requested: the corpus ran
+    out of pairs to merge.  The model is still valid, just smaller."""
+
+
 def train(inputs: Any, vocab_size: int = 32768, algorithm: str = "boundless",
           supermerges: int | None = None, script_aware: bool = True,
           scripts: Iterable[str] | None = None, greedy_split: bool = False,
@@ -93,6 +164,9 @@ def train(inputs: Any, vocab_size: int = 32768, algorithm: str = "boundless",
     if vocab_size < MIN_VOCAB_SIZE:
         raise ValueError(f"vocab_size must be at least {MIN_VOCAB_SIZE} (the byte tokens), "
                          f"got {vocab_size}")
+    if vocab_size > MAX_VOCAB_SIZE:
+        raise ValueError(f"vocab_size must be at most {MAX_VOCAB_SIZE:,} (2**31: token ids are "
+                         f"32-bit, with room left for special tokens), got {vocab_size:,}")
     if algorithm not in _ref_train.ALGORITHMS:
         raise ValueError(f"algorithm must be 'bpe', 'boundless' or 'superbpe', got {algorithm!r}")
     if algorithm == "superbpe":
@@ -117,10 +191,7 @@ def train(inputs: Any, vocab_size: int = 32768, algorithm: str = "boundless",
         if isinstance(scripts, str):
             raise TypeError("scripts must be a list of script names, e.g. ['Han', 'Thai']")
         scripts = list(scripts)
-    if threads is not None:
-        threads = _check_int("threads", threads)
-        if threads < 1:
-            raise ValueError(f"threads must be at least 1 (or None for all cores), got {threads}")
+    threads = resolve_threads(threads)
     if script_pattern is not None and not script_aware:
         raise ValueError("script_pattern only applies with script_aware=True")
     backend = _resolve_backend(backend)
@@ -153,6 +224,7 @@ def train(inputs: Any, vocab_size: int = 32768, algorithm: str = "boundless",
             pattern=main, script_pattern=script, scripts=names, greedy_split=greedy_split,
             progress=progress, stats=stats)
         tok = Tokenizer(ReferenceCore(model, training_stats=stats), backend)
+    _warn_if_short(tok, vocab_size, algorithm, supermerges)
     if paths is not None:
         inputs_record = [{"name": p, "documents": None, "bytes": os.path.getsize(p)} for p in paths]
     else:
@@ -360,10 +432,7 @@ class Tokenizer:
         for i, t in enumerate(texts):
             if not isinstance(t, str):
                 raise TypeError(f"text {i} of encode_batch is {type(t).__name__}, not str")
-        if threads is not None:
-            threads = _check_int("threads", threads)
-            if threads < 1:
-                raise ValueError(f"threads must be at least 1 (or None for all cores), got {threads}")
+        threads = resolve_threads(threads)
         allowed = self._allowed(allowed_special, texts)
         try:
             if return_array:
