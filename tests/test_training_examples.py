@@ -10,7 +10,7 @@ from superword.reference.superbpe import train_superbpe
 
 
 def merges_of(words, vocab_size):
-    merges, vocab, counts = train_words(words, vocab_size)
+    merges, _, vocab, counts = train_words(words, vocab_size)
     return [(m.left, m.right, m.count, m.flag) for m in merges], vocab, counts
 
 
@@ -64,7 +64,7 @@ def word_merges(*counts):
 def test_boundless_ties_go_to_the_regular_merge():
     # R=4 > S=3: replay; R=3 == S=3: tie, replay; R=2 < S=3: the supermerge wins
     used, supers, vocab, is_super, counts = train_boundless(
-        word_merges(4, 3, 2, 1), 246, {(b"x", b" y"): 3})
+        word_merges(4, 3, 2, 1), [], 246, {(b"x", b" y"): 3})
     assert used == 2
     assert supers == [Merge(b"x", b" y", 3, True)]
     assert vocab[243:] == [b"ab", b"cd", b"x y"]
@@ -74,7 +74,7 @@ def test_boundless_ties_go_to_the_regular_merge():
 
 def test_boundless_keeps_replaying_after_the_last_supermerge():
     # SPEC 4, departure: with no supermerge pair left, regular merges fill the vocabulary
-    used, supers, vocab, _, _ = train_boundless(word_merges(9, 8, 7), 246, {(b"x", b" y"): 10})
+    used, supers, vocab, _, _ = train_boundless(word_merges(9, 8, 7), [], 246, {(b"x", b" y"): 10})
     assert [m.count for m in supers] == [10]
     assert used == 2 and len(vocab) == 246
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import math
 import os
 import sys
 import time
@@ -138,7 +139,8 @@ def train(inputs: Any, vocab_size: int = 32768, algorithm: str = "boundless",
           scripts: Iterable[str] | None = None, greedy_split: bool = False,
           text_field: str = "text", backend: str | None = None, *,
           threads: int | None = None, pattern: str | None = None,
-          script_pattern: str | None = None, progress: Progress | None = None) -> Tokenizer:
+          script_pattern: str | None = None, progress: Progress | None = None,
+          tau: float = 1.1, blowup: bool = False) -> Tokenizer:
     """Train a tokenizer.
 
     ``inputs``: a path (a file, a folder, a glob, or ``-`` for standard input), a list of
@@ -155,6 +157,11 @@ def train(inputs: Any, vocab_size: int = 32768, algorithm: str = "boundless",
     ``pattern`` / ``script_pattern`` replace the GPT-4o patterns.  ``threads``: worker
     threads of the Rust backend (default: all cores; results never depend on it).
     ``progress(stage, done, total)`` is called as training advances.
+    ``tau``: PickyBPE (SPEC 9): after a merge of ``(a, b)`` the word model deletes ``a``
+    (and ``b``) when ``count(a, b) / count(a) >= tau``; the default 1.1 never deletes.
+    ``blowup``: a deleted token is replaced by its single bytes instead of the two tokens
+    that first made it.  ``greedy_split`` shapes phase 2's training only; the model file and
+    the encoding are the paper's (SPEC 3.1).
 
     >>> tok = train(["the cat sat on the mat"] * 5, vocab_size=250, algorithm="bpe")
     >>> tok.decode(tok.encode("the cat"))
@@ -194,7 +201,17 @@ def train(inputs: Any, vocab_size: int = 32768, algorithm: str = "boundless",
     threads = resolve_threads(threads)
     if script_pattern is not None and not script_aware:
         raise ValueError("script_pattern only applies with script_aware=True")
+    if isinstance(tau, bool) or not isinstance(tau, (int, float)):
+        raise TypeError(f"tau must be a number, got {type(tau).__name__}")
+    if not (math.isfinite(tau) and tau > 0):
+        raise ValueError(f"tau must be a positive number (1.1, the default, turns PickyBPE "
+                         f"deletions off), got {tau!r}")
+    if not isinstance(blowup, bool):
+        raise TypeError(f"blowup must be True or False, got {type(blowup).__name__}")
     backend = _resolve_backend(backend)
+    if backend == "rust" and tau <= 1:
+        raise NotImplementedError("PickyBPE deletions (tau <= 1) are not in the Rust backend yet; "
+                                  "pass backend=\"reference\" to train with them")
 
     main = _pretok.GPT4O if pattern is None else pattern
     if script_aware:
@@ -222,7 +239,7 @@ def train(inputs: Any, vocab_size: int = 32768, algorithm: str = "boundless",
         model = _ref_train.train(
             _inputs.documents_of(paths, documents, text_field), vocab_size, algorithm, supermerges,
             pattern=main, script_pattern=script, scripts=names, greedy_split=greedy_split,
-            progress=progress, stats=stats)
+            tau=tau, blowup=blowup, progress=progress, stats=stats)
         tok = Tokenizer(ReferenceCore(model, training_stats=stats), backend)
     _warn_if_short(tok, vocab_size, algorithm, supermerges)
     if paths is not None:
@@ -230,7 +247,7 @@ def train(inputs: Any, vocab_size: int = 32768, algorithm: str = "boundless",
     else:
         inputs_record = tally.records()
     settings = dict(vocab_size=vocab_size, supermerges=supermerges, script_aware=script_aware,
-                    scripts=names, greedy_split=greedy_split, text_field=text_field,
+                    scripts=names, greedy_split=greedy_split, tau=tau, blowup=blowup, text_field=text_field,
                     pattern=None if pattern is None else main,
                     script_pattern=None if script_pattern is None else script, backend=backend)
     tok.provenance = _provenance.make(algorithm, settings, inputs_record, tok.training_stats,
@@ -282,13 +299,17 @@ class Tokenizer:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], backend: str | None = None,
-             greedy_split: bool | None = None) -> Tokenizer:
+             greedy_split: bool = False) -> Tokenizer:
         """Load a "BoundlessBPE v2" model file (ours or the paper implementation's).
 
-        ``greedy_split``: cut runs of pretokens into the model's frequent n-grams before
-        supermerges (SPEC 3.1).  The default does so exactly when the model was trained with
-        ``greedy_split=True`` (it then stores its n-gram table)."""
+        Encoding is the paper's (SPEC 7, and SPEC 9 for models with deletions).
+        ``greedy_split=True`` is an opt-in extension: cut runs of pretokens into the frequent
+        n-grams of training before supermerges (SPEC 3.1).  It needs the n-gram table that
+        :meth:`save` writes next to a model trained with ``greedy_split=True``, as
+        ``<path>.ngrams``.  The Rust backend still reads that table from the model file."""
         backend = _resolve_backend(backend)
+        if not isinstance(greedy_split, bool):
+            raise TypeError(f"greedy_split must be True or False, got {type(greedy_split).__name__}")
         path = os.fspath(path)
         if backend == "rust":
             tok = cls(_core_module().Tokenizer.load(path, greedy_split), backend)
@@ -326,14 +347,19 @@ class Tokenizer:
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the model file atomically, and, when :attr:`provenance` is known, the sidecar
-        ``path + ".json"`` describing how it was made.
+        ``path + ".json"`` describing how it was made.  A model trained with
+        ``greedy_split=True`` also gets its n-gram table in ``<path>.ngrams`` (reference
+        backend), which only ``Tokenizer.load(path, greedy_split=True)`` reads.
 
         A reader sees the old file or the new one, never a part, even after a ``kill -9``;
         saves from several threads to one path do not collide (the last one wins).  ``path``
         must be a regular file or absent: a folder, FIFO or device node is refused; a symbolic
         link is written through (the file it points to is replaced)."""
         text = self.model_text()
-        _files.write_text_atomic(path, text)
+        if self.backend == "reference":
+            self._impl.save(os.fspath(path))  # the model file and its n-gram sidecar
+        else:
+            _files.write_text_atomic(path, text)
         if self.provenance is not None:
             _provenance.write(path, self.provenance, text)
 

@@ -2,6 +2,8 @@
 that :class:`superword.Tokenizer` has one code path for both backends."""
 from __future__ import annotations
 
+import contextlib
+import os
 from collections.abc import Iterable
 
 import regex
@@ -13,20 +15,30 @@ from .reference.model import write_text_atomic
 
 
 class ReferenceCore:
-    def __init__(self, model: _model.Model, greedy_split: bool | None = None,
+    def __init__(self, model: _model.Model, greedy_split: bool = False,
                  training_stats: dict[str, float] | None = None):
         self.model = model
-        if greedy_split is None:  # split runs like training did, if it did
-            greedy_split = model.ngrams is not None
         self.encoder = _encode.Encoder(model, greedy_split=greedy_split)
         self.training_stats = dict(training_stats or {})
 
     @staticmethod
-    def load(path: str, greedy_split: bool | None = None) -> ReferenceCore:
-        return ReferenceCore(_model.read_model(path), greedy_split)
+    def load(path: str, greedy_split: bool = False) -> ReferenceCore:
+        model = _model.read_model(path)
+        if greedy_split and os.path.exists(_model.ngrams_path(path)):
+            model.ngrams = _model.read_ngrams(path)
+        # else: a table in the file itself (older superword files), if any; without either,
+        # the Encoder names the problem
+        return ReferenceCore(model, greedy_split)
 
     def save(self, path: str) -> None:
+        """The v2 file, plus the n-gram sidecar when the model has an n-gram table (SPEC 3.1);
+        a sidecar left from an earlier model at the same path is removed."""
         _model.write_model(self.model, path)
+        if self.model.ngrams is not None:
+            _model.write_ngrams(self.model.ngrams, path)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(_model.ngrams_path(path))
 
     def dumps(self) -> str:
         return _model.dumps(self.model)

@@ -71,6 +71,11 @@ def _parser() -> argparse.ArgumentParser:
                         "(default Han,Hiragana,Katakana,Khmer,Lao,Myanmar,Thai; '' for none)")
     t.add_argument("--greedy-split", action="store_true",
                    help="cut supermerge candidates into frequent n-grams (paper, Appendix B)")
+    t.add_argument("--tau", type=float, default=1.1, metavar="T",
+                   help="PickyBPE: delete a merged token when the merge used at least this share "
+                        "of it (default 1.1: never; needs --backend reference for now)")
+    t.add_argument("--blowup", action="store_true",
+                   help="PickyBPE: a deleted token falls apart into bytes, not its two halves")
     _add_reading(t)
     t.add_argument("--threads", type=_positive, metavar="N", help="worker threads (default: all cores)")
     t.add_argument("--backend", choices=list(_api.BACKENDS), default=None)
@@ -191,7 +196,7 @@ def _train(args: argparse.Namespace) -> None:
     settings = dict(vocab_size=args.vocab_size, algorithm=args.algorithm,
                     supermerges=args.supermerges, script_aware=not args.simple, scripts=scripts,
                     greedy_split=args.greedy_split, text_field=args.text_field,
-                    backend=args.backend, threads=args.threads)
+                    backend=args.backend, threads=args.threads, tau=args.tau, blowup=args.blowup)
     if not args.quiet:
         print(f"training {NAMES.get(args.algorithm, args.algorithm)} (vocab_size={args.vocab_size}) "
               f"on {source}", file=sys.stderr)

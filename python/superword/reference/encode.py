@@ -6,6 +6,9 @@
    vocabulary shortcut); any other pretoken starts from its bytes and applies regular merges,
    always the smallest index among adjacent pairs (and never going back to a smaller index:
    BPE replays merges in training order), all non-overlapping occurrences left to right;
+   With PickyBPE deletions (SPEC 9) the step applies merges *and* deletions, whichever has
+   the smallest index above the last one applied; a deletion replaces a token by its parts,
+   resolved beforehand down to tokens of the final vocabulary;
 4. runs of two or more pretokens that each became one token occurring in some supermerge are
    merged again, smallest supermerge index first.
 
@@ -17,12 +20,13 @@
 """
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Iterable
 from collections.abc import Set as AbstractSet
 
 import regex
 
-from .merging import Pair, apply_merge
+from .merging import Pair, apply_merge, deletion_parts, first_makers, merge_indices, replace_token
 from .model import Model
 from .ngram import prefix_set, split_one
 from .pretokenize import Pretokenizer, can_merge
@@ -38,23 +42,30 @@ class Encoder:
         self.model = model
         self.pretokenizer = pretokenizer_for(model)
         self.token_id: dict[bytes, int] = {t: i for i, t in enumerate(model.vocab)}
-        self.ranks: dict[Pair, int] = {}
-        for i, m in enumerate(model.merges):
-            self.ranks.setdefault((m.left, m.right), i)
+        # indices (shared by merges and deletions, SPEC 9) of each pair's merges and each
+        # token's deletions, ascending: a pair or token can occur more than once
+        self.ranks: dict[Pair, list[int]] = {}
+        for i, m in zip(merge_indices(model.merges, model.deletions), model.merges):
+            self.ranks.setdefault((m.left, m.right), []).append(i)
+        self.deleted: dict[bytes, list[int]] = {}
+        for d in model.deletions:
+            self.deleted.setdefault(d.token, []).append(d.index)
+        self.parts = self._resolve_parts()
         self.super_ranks: dict[Pair, int] = {}
         for i, m in enumerate(model.supermerges):
             self.super_ranks.setdefault((m.left, m.right), i)
         for m in (*model.merges, *model.supermerges):
-            if m.left + m.right not in self.token_id:
+            if m.left + m.right not in self.token_id and m.left + m.right not in self.deleted:
                 raise ValueError(f"model is inconsistent: merge result {m.left + m.right!r} "
-                                 f"is not in the vocabulary")
+                                 f"is neither in the vocabulary nor deleted")
         # tokens that can be part of a supermerge at inference (SPEC 7.4)
         self.super_parts: set[bytes] = {t for m in model.supermerges for t in (m.left, m.right)}
         self.ngrams = None
         if greedy_split:
             if model.ngrams is None:
-                raise ValueError("greedy_split=True needs a model trained with greedy_split=True "
-                                 "(this model stores no n-gram table)")
+                raise ValueError("greedy_split=True needs the n-gram table of a model trained "
+                                 "with greedy_split=True (saved next to the model file as "
+                                 "'<model>.ngrams'); this model has none")
             self.ngrams = set(model.ngrams)
             self._prefixes = prefix_set(self.ngrams)
         self.special_tokens: dict[str, int] = dict(model.special_tokens)
@@ -62,25 +73,62 @@ class Encoder:
         self._cache: dict[str, list[bytes]] = {}
         self.reachable = self._find_reachable()
 
+    def _resolve_parts(self) -> dict[bytes, list[bytes]]:
+        """SPEC 9 "Inference": what each deleted token is replaced by.  Its recorded parts,
+        with every part that is not in the final vocabulary replaced by its own resolved
+        parts, recursively (a piece that is neither in the vocabulary nor deleted becomes its
+        bytes).  Recorded parts are strictly shorter than the token, so the recursion ends.
+
+        SPEC ambiguity, resolved by the golden ids: the rule is applied to the deleted token
+        itself too, so a token that was deleted and made again by a later merge, and is in the
+        final vocabulary, resolves to itself: at inference its deletions leave it alone.  The
+        paper's encoder does exactly this, and replacing the token by its parts instead changes
+        the ids of 4 documents of ``golden/multi_1230_v1500_tau0.8`` (word and super models).
+        """
+        model = self.model
+        makers = first_makers(model.merges)
+        recorded = {t: deletion_parts(t, makers, model.settings.blowup) for t in self.deleted}
+        resolved: dict[bytes, list[bytes]] = {}
+
+        def expand(piece: bytes) -> list[bytes]:
+            if piece in self.token_id:
+                return [piece]
+            if piece not in resolved:
+                if piece in recorded:
+                    resolved[piece] = [x for part in recorded[piece] for x in expand(part)]
+                else:
+                    resolved[piece] = [piece[i:i + 1] for i in range(len(piece))]
+            return resolved[piece]
+
+        return {t: expand(t) for t in recorded}
+
     # -- step 3: one pretoken ---------------------------------------------------------------
 
     def merge_pretoken(self, raw: bytes) -> list[bytes]:
-        """Apply the regular merges to one pretoken's bytes (no shortcut)."""
+        """Apply the regular merges (and deletions) to one pretoken's bytes (no shortcut):
+        repeatedly the operation with the smallest index above the last one applied."""
         tokens = [raw[i:i + 1] for i in range(len(raw))]
-        ranks = self.ranks
+        ranks, deleted = self.ranks, self.deleted
         last = -1
-        while len(tokens) > 1:
-            best_rank, best_pair = None, None
+        while True:
+            best, best_pair, best_token = None, None, None
             for pair in zip(tokens, tokens[1:]):
-                rank = ranks.get(pair)
-                if rank is not None and rank > last and (best_rank is None or rank < best_rank):
-                    best_rank, best_pair = rank, pair
-            if best_pair is None:
-                break
-            assert best_rank is not None
-            tokens = apply_merge(tokens, best_pair)
-            last = best_rank
-        return tokens
+                rank = _first_above(ranks.get(pair), last)
+                if rank is not None and (best is None or rank < best):
+                    best, best_pair = rank, pair
+            if deleted:
+                for token in tokens:
+                    rank = _first_above(deleted.get(token), last)
+                    if rank is not None and (best is None or rank < best):
+                        best, best_pair, best_token = rank, None, token
+            if best is None:
+                return tokens
+            if best_pair is not None:
+                tokens = apply_merge(tokens, best_pair)
+            else:
+                assert best_token is not None
+                tokens = replace_token(tokens, best_token, self.parts[best_token])
+            last = best
 
     def _find_reachable(self) -> set[bytes]:
         """Word tokens whose text, encoded alone without the shortcut, is that one token."""
@@ -156,7 +204,11 @@ class Encoder:
 
     def encode_ordinary(self, text: str) -> list[int]:
         ids = self.token_id
-        return [ids[t] for t in self._encode_tokens(text)]
+        try:
+            return [ids[t] for t in self._encode_tokens(text)]
+        except KeyError as exc:  # only a hand-made, inconsistent model file gets here
+            raise ValueError(f"this model cannot encode {text!r}: its merges and deletions make "
+                             f"the token {exc.args[0]!r}, which is not in its vocabulary") from None
 
     def encode(self, text: str, allowed: AbstractSet[str]) -> list[int]:
         """Encode with the special tokens in ``allowed`` recognised (longest match first)."""
@@ -179,6 +231,14 @@ class Encoder:
 
     def decode(self, ids: Iterable[int]) -> str:
         return self.decode_bytes(ids).decode("utf-8", errors="replace")
+
+
+def _first_above(indices: list[int] | None, last: int) -> int | None:
+    """The smallest of the ascending ``indices`` that is greater than ``last``."""
+    if indices is None:
+        return None
+    k = bisect.bisect_right(indices, last)
+    return indices[k] if k < len(indices) else None
 
 
 def encode_with_specials(text: str, special_tokens: dict[str, int], allowed: Iterable[str],

@@ -1,9 +1,14 @@
 """The trained model and its file format, "BoundlessBPE v2" (SPEC section 8).
 
 A :class:`Model` is plain data: the vocabulary (bytes, count, is-superword), special tokens,
-the regular merges with their pre-tokenization settings, and, for BoundlessBPE and SuperBPE
-models, the supermerges.  :func:`write_model` and :func:`read_model` convert it to and from
-the text format the paper's implementation reads and writes, byte for byte.
+the regular merges and PickyBPE deletions with their pre-tokenization settings, and, for
+BoundlessBPE and SuperBPE models, the supermerges.  :func:`write_model` and :func:`read_model`
+convert it to and from the text format the paper's implementation reads and writes, byte for
+byte.
+
+The n-gram table of a model trained with ``greedy_split=True`` (SPEC 3.1) is not part of that
+format: :func:`write_ngrams` and :func:`read_ngrams` keep it in a sidecar file next to the
+model, named :func:`ngrams_path` (``<model file>.ngrams``).
 """
 from __future__ import annotations
 
@@ -13,11 +18,12 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from .._files import write_text_atomic
-from .merging import Merge
+from .bpe import NO_DELETIONS_TAU
+from .merging import Deletion, Merge, merge_indices
 from .tokens import parse, render
 
 KINDS = ("word", "boundless", "superbpe")
-NO_DELETIONS_TAU = 1.1  # tau > 1 means PickyBPE deletions are off (SPEC 9)
+NGRAMS_HEADER = "superword ngrams v1"
 
 
 @dataclass
@@ -31,10 +37,13 @@ class Settings:
     blowup: bool = False
 
     def config(self, is_super: bool, superbpe_mode: bool) -> dict[str, Any]:
-        """The config JSON object, keys in the order SPEC 8 fixes."""
+        """The config JSON object, keys in the order SPEC 8 fixes.  Only the words section
+        records the deletion settings: phase 2 makes no deletions (SPEC 9), so the superwords
+        section always says tau 1.1 and no blowup, as the paper's writer does."""
         return {
-            "tau": self.tau, "is_super": is_super, "superbpe_mode": superbpe_mode,
-            "blowup": self.blowup, "main_regex": self.main_regex,
+            "tau": NO_DELETIONS_TAU if is_super else self.tau, "is_super": is_super,
+            "superbpe_mode": superbpe_mode,
+            "blowup": False if is_super else self.blowup, "main_regex": self.main_regex,
             "script_specific_regex": self.script_specific_regex,
             "script_specific_scripts": self.script_specific_scripts,
             "merge_pattern": self.merge_pattern,
@@ -51,7 +60,8 @@ class Model:
     merges: list[Merge]                         # regular merges, index order
     supermerges: list[Merge] = field(default_factory=list)
     special_tokens: dict[str, int] = field(default_factory=dict)
-    ngrams: list[tuple[bytes, ...]] | None = None  # greedy-split table (SPEC 3.1), if trained with it
+    ngrams: list[tuple[bytes, ...]] | None = None  # greedy-split table (SPEC 3.1); never in the file
+    deletions: list[Deletion] = field(default_factory=list)  # PickyBPE (SPEC 9), index order
 
 
 # ----------------------------------------------------------------------------------------
@@ -66,27 +76,63 @@ def dumps(model: Model) -> str:
     for text, i in sorted(model.special_tokens.items(), key=lambda item: item[1]):
         lines.append(f"{i} {text}")
     lines.append("words")
-    lines += _section(model.settings.config(False, False), model.merges)
+    lines += _section(model.settings.config(False, False), model.merges, model.deletions)
     if model.kind != "word":
         lines.append("superwords")
-        lines += _section(model.settings.config(True, model.kind == "superbpe"), model.supermerges)
-    if model.ngrams is not None:
-        # superword's own addition, after everything the paper's reader looks at
-        lines += ["ngrams", str(len(model.ngrams))]
-        lines += [" ".join(render(t) for t in ngram) for ngram in model.ngrams]
+        lines += _section(model.settings.config(True, model.kind == "superbpe"),
+                          model.supermerges, [])
     return "\n".join(lines) + "\n"
 
 
-def _section(config: dict[str, Any], merges: list[Merge]) -> list[str]:
+def _section(config: dict[str, Any], merges: list[Merge], deletions: list[Deletion]) -> list[str]:
     lines = [json.dumps(config), "merges", str(len(merges))]
-    for i, m in enumerate(merges):
+    for i, m in zip(merge_indices(merges, deletions), merges):
         lines.append(f"{i} {render(m.left)} {render(m.right)} {m.count} {int(m.flag)}")
-    return lines + ["deletions", "0"]
+    lines += ["deletions", str(len(deletions))]
+    return lines + [f"{d.index} {render(d.token)}" for d in deletions]
 
 
 def write_model(model: Model, path: str | os.PathLike[str]) -> None:
     """Write atomically (see :mod:`superword._files`): a reader never sees half a file."""
     write_text_atomic(path, dumps(model))
+
+
+def ngrams_path(model_path: str | os.PathLike[str]) -> str:
+    """Where the n-gram table of the model file at ``model_path`` is kept."""
+    return os.fspath(model_path) + ".ngrams"
+
+
+def dumps_ngrams(ngrams: list[tuple[bytes, ...]]) -> str:
+    """The sidecar's text: a header line, the number of n-grams, then one n-gram per line
+    (its pretokens in the printable form, separated by spaces)."""
+    lines = [NGRAMS_HEADER, str(len(ngrams))]
+    lines += [" ".join(render(t) for t in ngram) for ngram in ngrams]
+    return "\n".join(lines) + "\n"
+
+
+def write_ngrams(ngrams: list[tuple[bytes, ...]], model_path: str | os.PathLike[str]) -> None:
+    write_text_atomic(ngrams_path(model_path), dumps_ngrams(ngrams))
+
+
+def read_ngrams(model_path: str | os.PathLike[str]) -> list[tuple[bytes, ...]]:
+    """Read the sidecar of ``model_path``; a missing or malformed one raises ``ValueError``."""
+    name = ngrams_path(model_path)
+    try:
+        with open(name, encoding="utf-8", newline="\n") as f:
+            lines = _Lines(f, name)
+            lines.expect(NGRAMS_HEADER)
+            return _read_ngram_lines(lines)
+    except FileNotFoundError:
+        raise ValueError(f"{name}: no n-gram table next to the model (greedy_split=True needs "
+                         f"the sidecar file that saving a model trained with greedy_split=True "
+                         f"writes)") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{name}: not an n-gram table (invalid UTF-8)") from None
+
+
+def _read_ngram_lines(lines: _Lines) -> list[tuple[bytes, ...]]:
+    return [tuple(_parse_token(lines, t) for t in lines.next("an n-gram").split(" "))
+            for _ in range(lines.count("n-grams"))]
 
 
 # ----------------------------------------------------------------------------------------
@@ -178,23 +224,29 @@ def _read(lines: _Lines) -> Model:
             raise lines.error(f"bad special token entry {_show(line)}")
         special[text] = int(ident)
     lines.expect("words")
-    settings, _, _, merges = _read_section(lines, vocab)
+    settings, _, _, merges, deletions = _read_section(lines, vocab)
     supermerges: list[Merge] = []
     if kind != "word":
         lines.expect("superwords")
-        _, is_sup, superbpe_mode, supermerges = _read_section(lines, vocab)
+        _, is_sup, superbpe_mode, supermerges, super_deletions = _read_section(lines, vocab)
         if not is_sup or superbpe_mode != (kind == "superbpe"):
             raise lines.error(f"superwords config does not match the model kind {_show(kind)}")
+        if super_deletions:
+            raise lines.error("the superwords section has deletions; only the word model "
+                              "(phase 1) can delete tokens (SPEC 9)")
     ngrams = None
     tail = lines.f.readline()
     if tail == "ngrams\n":
+        # written by earlier superword versions after everything the paper's reader reads;
+        # kept for an explicit greedy_split=True at inference, never written again
         lines.number += 1
-        ngrams = [tuple(_parse_token(lines, t) for t in lines.next("an n-gram").split(" "))
-                  for _ in range(lines.count("n-grams"))]
-    return Model(kind, settings, vocab, counts, is_super, merges, supermerges, special, ngrams)
+        ngrams = _read_ngram_lines(lines)
+    return Model(kind, settings, vocab, counts, is_super, merges, supermerges, special, ngrams,
+                 deletions)
 
 
-def _read_section(lines: _Lines, vocab: list[bytes]) -> tuple[Settings, bool, bool, list[Merge]]:
+def _read_section(lines: _Lines, vocab: list[bytes],
+                  ) -> tuple[Settings, bool, bool, list[Merge], list[Deletion]]:
     raw = lines.next("the config JSON")
     try:
         config = json.loads(raw)
@@ -204,20 +256,37 @@ def _read_section(lines: _Lines, vocab: list[bytes]) -> tuple[Settings, bool, bo
                             merge_pattern=config["merge_pattern"],
                             tau=config["tau"], blowup=config["blowup"])
         is_sup, superbpe_mode = bool(config["is_super"]), bool(config["superbpe_mode"])
+        if (isinstance(settings.tau, bool) or not isinstance(settings.tau, (int, float))
+                or not isinstance(settings.blowup, bool)):
+            raise TypeError("tau must be a number and blowup true or false")
     except (ValueError, KeyError, TypeError) as exc:
         raise lines.error(f"bad config JSON ({exc})") from None
+    # merges and deletions share one index sequence 0, 1, 2, ... (SPEC 9); each section
+    # lists its entries in index order
     lines.expect("merges")
-    merges = []
-    for i in range(lines.count("merges")):
+    merges: list[Merge] = []
+    merge_at: list[int] = []
+    for _ in range(lines.count("merges")):
         ident, left, right, count, flag = lines.fields(5, "'<index> <left> <right> <count> <flag>'")
-        if ident != str(i) or not _is_uint(count) or flag not in ("0", "1"):
-            raise lines.error(f"bad merge entry (expected index {i}, a count and 0 or 1)")
+        if not _is_uint(ident) or not _is_uint(count) or flag not in ("0", "1"):
+            raise lines.error("bad merge entry (expected an index, two tokens, a count and 0 or 1)")
+        if merge_at and int(ident) <= merge_at[-1]:
+            raise lines.error(f"merge index {ident} does not follow {merge_at[-1]}")
+        merge_at.append(int(ident))
         merges.append(Merge(_parse_token(lines, left), _parse_token(lines, right),
                             int(count), flag == "1"))
     lines.expect("deletions")
-    if lines.count("deletions") != 0:
-        raise lines.error("PickyBPE deletions (tau <= 1) are not supported by superword")
-    return settings, is_sup, superbpe_mode, merges
+    deletions: list[Deletion] = []
+    for _ in range(lines.count("deletions")):
+        ident, token = lines.fields(2, "'<index> <token>'")
+        if not _is_uint(ident) or (deletions and int(ident) <= deletions[-1].index):
+            raise lines.error(f"bad deletion index {_show(ident)} (indices must increase)")
+        deletions.append(Deletion(int(ident), _parse_token(lines, token)))
+    if merge_at != merge_indices(merges, deletions) or any(
+            d.index >= len(merges) + len(deletions) for d in deletions):
+        raise lines.error(f"the {len(merges)} merges and {len(deletions)} deletions above do not "
+                          f"use each index 0..{len(merges) + len(deletions) - 1} exactly once")
+    return settings, is_sup, superbpe_mode, merges, deletions
 
 
 def _parse_token(lines: _Lines, text: str) -> bytes:

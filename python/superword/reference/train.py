@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterable
 
 from .boundless import train_boundless
-from .bpe import train_words
+from .bpe import NO_DELETIONS_TAU, train_words
 from .candidates import supermerge_candidates
 from .count import count_documents
 from .encode import Encoder, eligible_tokens
@@ -33,6 +33,7 @@ def train(documents: Iterable[str], vocab_size: int, algorithm: str = "boundless
           supermerges: int | None = None, *, pattern: str = GPT4O,
           script_pattern: str | None = SCRIPT_SPECIFIC_GPT4O,
           scripts: Iterable[str] | None = DEFAULT_SCRIPTS, greedy_split: bool = False,
+          tau: float = NO_DELETIONS_TAU, blowup: bool = False,
           progress: Progress | None = None, stats: dict[str, float] | None = None) -> Model:
     """Train a model on an iterable of documents.  Arguments are checked by the caller
     (:func:`superword.train`); ``stats`` receives the seconds spent in each stage."""
@@ -42,7 +43,9 @@ def train(documents: Iterable[str], vocab_size: int, algorithm: str = "boundless
     supermerges = supermerges or 0  # only SuperBPE uses it; the caller checked it is given
     settings = Settings(pattern, script_pattern,
                         sorted(set(scripts)) if script_pattern is not None and scripts is not None
-                        else None, MERGE_PATTERN)
+                        else None, MERGE_PATTERN, float(tau), blowup)
+    # tau is stored as a float, so the config JSON says 1.0 (not 1) for tau=1: one spelling
+    # per value whatever number type the caller used (SPEC 8 leaves this open)
     pretokenizer = Pretokenizer(pattern, script_pattern,
                                 settings.script_specific_scripts if script_pattern else None)
 
@@ -59,15 +62,17 @@ def train(documents: Iterable[str], vocab_size: int, algorithm: str = "boundless
     clock = time.perf_counter()
     phase1_size = vocab_size - supermerges if kind == "superbpe" else vocab_size
     total = phase1_size - BASE_VOCAB
-    merges, vocab, token_counts = train_words(
-        counts.words, phase1_size, progress=lambda done, size: report("merges", size - BASE_VOCAB, total))
+    merges, deletions, vocab, token_counts = train_words(
+        counts.words, phase1_size, tau, blowup,
+        progress=lambda done, size: report("merges", size - BASE_VOCAB, total))
     word = Model("word", settings, vocab, [token_counts.get(t, 0) for t in vocab],
-                 [False] * len(vocab), merges)
+                 [False] * len(vocab), merges, deletions=deletions)
     stats["phase1"] = time.perf_counter() - clock
     if kind == "word":
         return word
 
     # 3. supermerge candidates: letter runs cut at pretokens that are not single tokens
+    #    (reachable with the word model's own inference, deletions included: SPEC 3.1, 9)
     clock = time.perf_counter()
     candidates = supermerge_candidates(counts.runs, eligible_tokens(Encoder(word)))
     ngrams = None
@@ -83,15 +88,16 @@ def train(documents: Iterable[str], vocab_size: int, algorithm: str = "boundless
     clock = time.perf_counter()
     if kind == "boundless":
         used, supers, vocab2, is_super, counts2 = train_boundless(
-            merges, len(vocab), candidates,
+            merges, deletions, len(vocab), candidates,
             progress=lambda done, size: report("phase2", size - BASE_VOCAB, len(vocab) - BASE_VOCAB))
+        kept = [d for d in deletions if d.index < used]   # the replayed prefix
         model = Model("boundless", settings, vocab2, [counts2.get(t, 0) for t in vocab2],
-                      is_super, merges[:used], supers, ngrams=ngrams)
+                      is_super, merges[:used - len(kept)], supers, ngrams=ngrams, deletions=kept)
     else:
         supers, vocab2, is_super, counts2 = train_superbpe(
             vocab, candidates, supermerges,
             progress=lambda done, size: report("phase2", done, supermerges))
         model = Model("superbpe", settings, vocab2, [counts2.get(t, 0) for t in vocab2],
-                      is_super, merges, supers, ngrams=ngrams)
+                      is_super, merges, supers, ngrams=ngrams, deletions=deletions)
     stats["phase2"] = time.perf_counter() - clock
     return model
