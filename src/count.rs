@@ -21,15 +21,17 @@ use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use crate::error::Result;
+use crate::input::Documents;
 use crate::pretokenize::classes::{bits, L};
 use crate::pretokenize::Pretokenizer;
+use crate::train::Control;
 
-use crate::piece::{Lookup, Piece, PieceMap};
+use crate::key::{Key, KeyMap, Lookup};
 
 /// Pretoken and run tables with local pretoken ids.
 #[derive(Default)]
 struct Table {
-    ids: PieceMap,
+    ids: KeyMap,
     counts: Vec<u64>,
     has_letter: Vec<bool>,
     runs: FxHashMap<Box<[u32]>, u64>,
@@ -38,14 +40,14 @@ struct Table {
 
 impl Table {
     #[inline]
-    fn intern(&mut self, piece: &str) -> u32 {
-        if let Some(&id) = self.ids.get(&Lookup(piece.as_bytes())) {
+    fn intern(&mut self, pretoken: &str) -> u32 {
+        if let Some(&id) = self.ids.get(&Lookup(pretoken.as_bytes())) {
             return id;
         }
         let id = self.counts.len() as u32;
-        self.ids.insert(Piece::new(piece), id);
+        self.ids.insert(Key::new(pretoken), id);
         self.counts.push(0);
-        self.has_letter.push(piece.chars().any(|c| bits(c) & L != 0));
+        self.has_letter.push(pretoken.chars().any(|c| bits(c) & L != 0));
         id
     }
 
@@ -57,8 +59,8 @@ impl Table {
         run: &mut Vec<u32>,
     ) -> Result<()> {
         run.clear();
-        pre.for_each(text, |piece| {
-            let id = self.intern(piece);
+        pre.for_each(text, |pretoken| {
+            let id = self.intern(pretoken);
             self.counts[id as usize] += 1;
             self.pretokens += 1;
             if !with_runs {
@@ -80,15 +82,38 @@ impl Table {
     }
 }
 
+/// Letter runs with counts, per counting table: (the table's pretoken id -> index into
+/// `Counts::words`, runs in the table's pretoken ids).
+pub type Runs = Vec<(Vec<u32>, FxHashMap<Box<[u32]>, u64>)>;
+
 /// The aggregated corpus.
 pub struct Counts {
     /// distinct pretokens with their counts
     pub words: Vec<(Box<str>, u64)>,
     /// letter runs with counts, per worker table: (table's pretoken id -> index into `words`,
     /// runs in the table's ids).  Kept apart so that no run is hashed twice.
-    pub runs: Vec<(Vec<u32>, FxHashMap<Box<[u32]>, u64>)>,
+    pub runs: Runs,
     pub documents: u64,
     pub pretokens: u64,
+}
+
+/// Stage 1 over a whole stream of documents: read on the calling thread, count every batch on
+/// `pool` (one table per thread), report progress as stage "count".
+pub fn count_documents(
+    documents: &mut dyn Documents,
+    pretokenizer: &Pretokenizer,
+    with_runs: bool,
+    pool: &rayon::ThreadPool,
+    control: &dyn Control,
+) -> Result<Counts> {
+    let mut counter = Counter::new(pretokenizer, with_runs, pool.current_num_threads());
+    documents.for_each_batch(&mut |docs| {
+        pool.install(|| counter.add_batch(docs))?;
+        control.progress("count", counter.documents(), 0)
+    })?;
+    let n = counter.documents();
+    control.progress("count", n, n)?;
+    Ok(counter.finish())
 }
 
 /// Counts documents batch by batch.  Each of the `workers` tables always takes the same share
@@ -148,20 +173,20 @@ impl<'a> Counter<'a> {
     }
 
     pub fn finish(self) -> Counts {
-        let mut index = PieceMap::default();
+        let mut index = KeyMap::default();
         let mut words: Vec<(Box<str>, u64)> = Vec::new();
         let mut runs = Vec::with_capacity(self.tables.len());
         let mut pretokens = 0;
         for t in self.tables {
             let mut remap = vec![0u32; t.counts.len()];
-            for (piece, id) in t.ids {
+            for (key, id) in t.ids {
                 let count = t.counts[id as usize];
-                let global = match index.get(&Lookup(piece.as_bytes())) {
+                let global = match index.get(&Lookup(key.as_bytes())) {
                     Some(&g) => g,
                     None => {
                         let g = words.len() as u32;
-                        index.insert(piece.clone(), g);
-                        words.push((piece.to_boxed_str(), 0));
+                        index.insert(key.clone(), g);
+                        words.push((key.to_boxed_str(), 0));
                         g
                     }
                 };

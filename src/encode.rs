@@ -12,14 +12,18 @@ use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::error::{Error, Result};
+use crate::key::{Key, KeyMap, Lookup};
 use crate::model::Model;
-use crate::piece::{Lookup, Piece, PieceMap};
 use crate::pretokenize::Pretokenizer;
+use crate::tokens::TokenId;
+use crate::train::merging::apply_merge;
 use crate::train::ngram::{prefix_set, split_one};
-use crate::train::{apply_merge, TokenId};
 
 /// Pieces longer than this (in bytes) are merged with a heap instead of a scan.
 const LONG_PIECE: usize = 48;
+
+/// The greedy-split n-gram table and the prefixes of its n-grams.
+type NgramTables = (FxHashSet<Box<[TokenId]>>, FxHashSet<Box<[TokenId]>>);
 
 pub struct Encoder {
     pub pretokenizer: Pretokenizer,
@@ -33,9 +37,9 @@ pub struct Encoder {
     /// in some supermerge"; the bits also skip most pair lookups in `supermerge`)
     super_part: Vec<u8>,
     reachable: Vec<bool>,
-    /// reachable tokens by bytes: the shortcut's table (inline keys, see `piece.rs`)
-    shortcut: PieceMap,
-    ngrams: Option<(FxHashSet<Box<[TokenId]>>, FxHashSet<Box<[TokenId]>>)>,
+    /// reachable tokens by bytes: the shortcut's table (inline keys, see `key.rs`)
+    shortcut: KeyMap,
+    ngrams: Option<NgramTables>,
     /// special tokens by text
     pub special: Vec<(String, TokenId)>,
 }
@@ -112,14 +116,14 @@ impl Encoder {
             super_ranks,
             super_part,
             reachable: vec![false; model.vocab.len()],
-            shortcut: PieceMap::default(),
+            shortcut: KeyMap::default(),
             ngrams,
             special: model.special_tokens.clone(),
         };
         enc.reachable = enc.find_reachable(&model.is_super)?;
         enc.shortcut = (0..enc.vocab.len())
             .filter(|&i| enc.reachable[i])
-            .map(|i| (Piece::from_bytes(&enc.vocab[i]), i as TokenId))
+            .map(|i| (Key::from_bytes(&enc.vocab[i]), i as TokenId))
             .collect();
         Ok(enc)
     }
@@ -293,7 +297,7 @@ pub fn py_bytes(t: &[u8]) -> String {
 /// non-overlapping positions, left to right.  `rank(a, b)` gives `(rank, merged id)`.
 ///
 /// Short sequences use a plain scan; long ones a heap, which keeps a megabyte-long pretoken
-/// (a run of letters with no space) from taking quadratic time.  Tokens then form a linked
+/// (a run of letters with no space) from taking quadratic time.  Vocab then form a linked
 /// list and a min-heap holds `(rank, position)` of adjacent pairs: the smallest rank is applied
 /// at all its positions, left to right (a position whose tokens changed is skipped, which is
 /// the non-overlap rule), and new neighbours enter the heap only with a larger rank (a smaller
@@ -380,6 +384,22 @@ pub fn merge_by_rank(
 
 /// What the Python seam needs of an encoder (superword models and tiktoken ranks models).
 pub trait Encode: Sync {
+    /// Token ids of `text`, special tokens read as text.
+    fn encode_ordinary(&self, text: &str) -> Result<Vec<TokenId>>;
+
+    /// The bytes of `ids`; an id that is not a token is an error naming its position.
+    fn decode_bytes(&self, ids: &[i64]) -> Result<Vec<u8>>;
+
+    /// The bytes of a token id that encoding produced.
+    fn token(&self, id: TokenId) -> &[u8];
+
+    /// Token ids of `text`, recognising the special tokens in `allowed`.
+    fn encode(&self, text: &str, allowed: &[String]) -> Result<Vec<TokenId>> {
+        let mut out = Vec::with_capacity(text.len() / 3);
+        self.encode_append(text, allowed, &mut out)?;
+        Ok(out)
+    }
+
     /// Append the ids of `text` to `out`, with the special tokens in `allowed` recognised.
     fn encode_append(&self, text: &str, allowed: &[String], out: &mut Vec<TokenId>) -> Result<()>;
 
@@ -424,6 +444,18 @@ pub trait Encode: Sync {
 }
 
 impl Encode for Encoder {
+    fn encode_ordinary(&self, text: &str) -> Result<Vec<TokenId>> {
+        Encoder::encode_ordinary(self, text)
+    }
+
+    fn decode_bytes(&self, ids: &[i64]) -> Result<Vec<u8>> {
+        Encoder::decode_bytes(self, ids)
+    }
+
+    fn token(&self, id: TokenId) -> &[u8] {
+        &self.vocab[id as usize]
+    }
+
     fn encode_append(&self, text: &str, allowed: &[String], out: &mut Vec<TokenId>) -> Result<()> {
         split_specials(text, &self.special, allowed, |part| match part {
             Part::Text(t) => self.encode_into(t, true, out),
@@ -435,7 +467,7 @@ impl Encode for Encoder {
     }
 }
 
-/// A piece of text between special tokens, or a special token's id.
+/// A stretch of text between special tokens, or a special token's id.
 pub enum Part<'a> {
     Text(&'a str),
     Special(TokenId),
@@ -492,7 +524,7 @@ mod tests {
 
     /// A model whose merges make tokens from a few letters, in a fixed order.
     fn model() -> Model {
-        let mut vocab: Vec<Vec<u8>> = crate::train::byte_token_values().map(|b| vec![b]).collect();
+        let mut vocab: Vec<Vec<u8>> = crate::tokens::byte_token_values().map(|b| vec![b]).collect();
         let mut merges = Vec::new();
         for (l, r) in [
             ("a", "b"),

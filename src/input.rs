@@ -107,12 +107,43 @@ fn jsonl_text(line: &str, path: &str, number: usize, field: &str) -> Result<Opti
     }
 }
 
+/// A stream of training documents, handed over a batch at a time (stage 1 counts each batch
+/// in parallel).  Files, in-memory lists and (at the seam) Python iterators are sources.
+pub trait Documents {
+    /// Call `f` with successive batches of documents, until the source is exhausted.
+    fn for_each_batch(&mut self, f: &mut dyn FnMut(&[&str]) -> Result<()>) -> Result<()>;
+}
+
+/// Documents in memory, in one batch.
+impl Documents for [String] {
+    fn for_each_batch(&mut self, f: &mut dyn FnMut(&[&str]) -> Result<()>) -> Result<()> {
+        let docs: Vec<&str> = self.iter().map(String::as_str).collect();
+        f(&docs)
+    }
+}
+
+/// Files read in blocks of about `BLOCK_BYTES` (see [`for_each_batch`]).
+pub struct Files {
+    pub paths: Vec<String>,
+    /// the JSON field holding the text, for `.jsonl` files
+    pub text_field: String,
+}
+
+/// The size of the blocks in which files are read.
+pub const BLOCK_BYTES: usize = 32 << 20;
+
+impl Documents for Files {
+    fn for_each_batch(&mut self, f: &mut dyn FnMut(&[&str]) -> Result<()>) -> Result<()> {
+        for_each_batch(&self.paths, &self.text_field, BLOCK_BYTES, f)
+    }
+}
+
 /// Call `f` with the documents of `paths`, a block at a time.
 pub fn for_each_batch(
     paths: &[String],
     text_field: &str,
     batch_bytes: usize,
-    mut f: impl FnMut(&[&str]) -> Result<()>,
+    f: &mut dyn FnMut(&[&str]) -> Result<()>,
 ) -> Result<()> {
     for path in paths {
         let is_jsonl = {

@@ -1,10 +1,20 @@
 //! superword's Rust core.
 //!
 //! The pipeline, one module per stage, mirrors the pure-Python reference in
-//! `python/superword/reference/` (see `../shared/SPEC.md` for the contract both follow):
+//! `python/superword/reference/` (the algorithm contract is the project's SPEC, which the
+//! code cites as "SPEC x.y").  In pipeline order:
 //!
+//! * [`input`]: training documents from files (`.txt`, `.jsonl`, optionally `.gz`) or memory;
 //! * [`scripts`]: the Unicode 17.0 `Script` table shared with the reference;
 //! * [`pretokenize`]: the GPT-4o matchers, generic regex patterns, script-aware runs;
+//! * [`key`]: inline hash keys for short byte strings (pretokens, tokens);
+//! * [`count`]: stage 1, pretokens and letter runs counted in parallel;
+//! * [`tokens`]: the vocabulary (token ids, pairs, the byte base vocabulary);
+//! * [`train`]: the whole training run and its stages (phase 1, candidates, phase 2);
+//! * [`model`]: the trained model and its "BoundlessBPE v2" file;
+//! * [`encode`]: encoding and decoding with a model;
+//! * [`ranks`]: tiktoken rank files and their encoder;
+//! * [`minbpe`]: minbpe-compatible training and encoding;
 //! * [`error`]: the one error type, converted to a Python exception at the seam.
 //!
 //! PyO3 lives only in `src/py/`, behind the `python` feature that maturin turns on, so
@@ -13,21 +23,20 @@
 pub mod count;
 pub mod encode;
 pub mod error;
+pub mod input;
+pub mod key;
+pub mod minbpe;
+pub mod model;
+pub mod pretokenize;
+pub mod ranks;
+pub mod scripts;
+pub mod tokens;
+pub mod train;
 
 /// mimalloc: training allocates and frees millions of small tables and keys; the system
 /// allocator spent about a tenth of a BoundlessBPE run in malloc/free (perf), mimalloc less.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-pub mod input;
-pub mod minbpe;
-pub mod model;
-pub mod piece;
-pub mod pipeline;
-pub mod pretokenize;
-pub mod ranks;
-pub mod scripts;
-pub mod train;
 
 #[cfg(feature = "python")]
 mod py;

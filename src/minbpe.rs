@@ -18,7 +18,9 @@ use std::collections::BinaryHeap;
 
 use rustc_hash::FxHashMap;
 
+use crate::encode::merge_by_rank;
 use crate::error::Result;
+use crate::pretokenize::Matcher;
 use crate::train::Control;
 
 const NONE: u32 = u32::MAX;
@@ -257,4 +259,48 @@ pub fn train(
     }
     control.progress("merges", merges.len() as u64, num_merges as u64)?;
     Ok(merges)
+}
+/// The distinct chunks of `text` in order of first appearance, with their counts: the
+/// matches of `matcher`, or the whole text without one (minbpe's BasicTokenizer).
+pub fn distinct_chunks<'t>(text: &'t str, matcher: Option<&Matcher>) -> Result<Vec<(&'t [u8], u64)>> {
+    let mut index: FxHashMap<&'t str, usize> = FxHashMap::default();
+    let mut chunks: Vec<(&'t [u8], u64)> = Vec::new();
+    let mut add = |piece: &'t str| match index.get(piece) {
+        Some(&i) => chunks[i].1 += 1,
+        None => {
+            index.insert(piece, chunks.len());
+            chunks.push((piece.as_bytes(), 1));
+        }
+    };
+    match matcher {
+        Some(m) => m.for_each_piece(text, &mut add)?,
+        None => add(text),
+    }
+    Ok(chunks)
+}
+
+/// minbpe's encoder: merges by smallest id within each chunk (the whole text without a pattern).
+pub struct MinbpeEncoder {
+    ranks: FxHashMap<(u32, u32), (u32, u32)>,
+    matcher: Option<Matcher>,
+}
+
+impl MinbpeEncoder {
+    /// `merges`: each pair with the id it makes; `pattern`: the chunking regex, if any.
+    pub fn new(merges: Vec<((u32, u32), u32)>, pattern: Option<&str>) -> Result<MinbpeEncoder> {
+        let matcher = pattern.map(|p| Matcher::new(p, "pattern")).transpose()?;
+        let ranks = merges.into_iter().map(|(pair, id)| (pair, (id, id))).collect();
+        Ok(MinbpeEncoder { ranks, matcher })
+    }
+
+    pub fn encode_ordinary(&self, text: &str) -> Result<Vec<u32>> {
+        let mut out = Vec::with_capacity(text.len() / 3);
+        let rank = |a: u32, b: u32| self.ranks.get(&(a, b)).copied();
+        let mut one = |chunk: &str| merge_by_rank(chunk.bytes().map(u32::from).collect(), rank, &mut out);
+        match &self.matcher {
+            Some(m) => m.for_each_piece(text, &mut |c| one(c))?,
+            None => one(text),
+        }
+        Ok(out)
+    }
 }

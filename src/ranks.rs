@@ -19,8 +19,14 @@ pub struct RankModel {
     pub special: Vec<(String, u32)>,
 }
 
+/// A parsed ranks file: rank (id) by token bytes, and the reverse.
+pub struct Ranks {
+    pub ranks: FxHashMap<Vec<u8>, u32>,
+    pub vocab: FxHashMap<u32, Vec<u8>>,
+}
+
 /// Parse a `.tiktoken` file's text: one `<base64 token> <rank>` per line.
-pub fn parse(text: &str, name: &str) -> Result<(FxHashMap<Vec<u8>, u32>, FxHashMap<u32, Vec<u8>>)> {
+pub fn parse(text: &str, name: &str) -> Result<Ranks> {
     let mut ranks = FxHashMap::default();
     let mut vocab = FxHashMap::default();
     for (i, line) in text.lines().enumerate() {
@@ -50,19 +56,48 @@ pub fn parse(text: &str, name: &str) -> Result<(FxHashMap<Vec<u8>, u32>, FxHashM
     if ranks.is_empty() {
         return Err(Error::Value(format!("{name}: no tokens (an empty ranks file)")));
     }
-    Ok((ranks, vocab))
+    Ok(Ranks { ranks, vocab })
 }
 
-/// The `.tiktoken` text of a vocabulary whose ranks are its ids.
-pub fn dumps(vocab: &[Vec<u8>]) -> String {
-    let mut out = String::with_capacity(vocab.len() * 16);
-    for (i, t) in vocab.iter().enumerate() {
+/// Read a `.tiktoken` file.
+pub fn read(path: &str) -> Result<Ranks> {
+    let text = std::fs::read_to_string(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => Error::NotFound(format!("ranks file not found: {path}")),
+        std::io::ErrorKind::InvalidData => Error::Value(format!("{path}: not a ranks file (invalid UTF-8)")),
+        _ => Error::Io(format!("cannot read {path}: {e}")),
+    })?;
+    parse(&text, path)
+}
+
+/// The `.tiktoken` text of tokens with their ranks, in the given order.
+pub fn dumps<'a>(tokens: impl IntoIterator<Item = (u32, &'a [u8])>) -> String {
+    let mut out = String::new();
+    for (rank, t) in tokens {
         out.push_str(&base64::engine::general_purpose::STANDARD.encode(t));
         out.push(' ');
-        out.push_str(&i.to_string());
+        out.push_str(&rank.to_string());
         out.push('\n');
     }
     out
+}
+
+/// The `.tiktoken` text of a model: only plain BPE models with simple pre-tokenization have
+/// one (tiktoken has no supermerges and no script runs).
+pub fn dumps_model(model: &crate::model::Model) -> Result<String> {
+    if model.kind != crate::model::Kind::Word || model.settings.script_specific_regex.is_some() {
+        return Err(Error::Value(
+            "only plain BPE models with simple pre-tokenization (algorithm='bpe', script_aware=False) \
+             can be written as tiktoken ranks: tiktoken has no supermerges and no script runs"
+                .into(),
+        ));
+    }
+    Ok(dumps(
+        model
+            .vocab
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (i as u32, t.as_slice())),
+    ))
 }
 
 pub struct RankEncoder {
@@ -76,15 +111,77 @@ impl RankEncoder {
         Ok(RankEncoder { model, matcher })
     }
 
+    /// Load a `.tiktoken` file; `special` gives each special string its id.
+    pub fn load(path: &str, pattern: String, special: Vec<(String, u32)>) -> Result<RankEncoder> {
+        let Ranks { ranks, vocab } = read(path)?;
+        RankEncoder::new(RankModel {
+            vocab,
+            ranks,
+            pattern,
+            special,
+        })
+    }
+
+    /// One more than the largest id (ranks need not be contiguous).
+    pub fn vocab_size(&self) -> usize {
+        let m = &self.model;
+        let top = m
+            .vocab
+            .keys()
+            .chain(m.special.iter().map(|(_, id)| id))
+            .max()
+            .copied()
+            .unwrap_or(0);
+        top as usize + 1
+    }
+
+    /// Every token with its id, in id order.
+    pub fn items(&self) -> Vec<(u32, &[u8])> {
+        let mut items: Vec<(u32, &[u8])> = self.model.vocab.iter().map(|(&i, t)| (i, t.as_slice())).collect();
+        items.sort_unstable();
+        items
+    }
+
+    /// The bytes of `ids` (special tokens as their text).
+    pub fn decode_bytes(&self, ids: &[i64]) -> Result<Vec<u8>> {
+        let m = &self.model;
+        let mut out = Vec::new();
+        for (position, &id) in ids.iter().enumerate() {
+            let found = u32::try_from(id).ok().and_then(|i| {
+                m.vocab
+                    .get(&i)
+                    .map(|v| v.as_slice())
+                    .or_else(|| m.special.iter().find(|(_, s)| *s == i).map(|(t, _)| t.as_bytes()))
+            });
+            match found {
+                Some(b) => out.extend_from_slice(b),
+                None => {
+                    return Err(Error::Value(format!(
+                        "token id {id} at position {position} is out of range (no token has this id)"
+                    )))
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// tiktoken's byte-pair merge of one piece that is not a token itself.
     fn merge_piece(&self, piece: &[u8], out: &mut Vec<u32>) -> Result<()> {
         let ranks = &self.model.ranks;
         let rank_of = |a: usize, b: usize| ranks.get(&piece[a..b]).copied().unwrap_or(u32::MAX);
         // parts[i] = (start of part i, rank of joining part i with part i + 1)
-        let mut parts: Vec<(usize, u32)> = (0..=piece.len()).map(|i| (i, u32::MAX)).collect();
-        for i in 0..piece.len().saturating_sub(1) {
-            parts[i].1 = rank_of(i, i + 2);
-        }
+        let mut parts: Vec<(usize, u32)> = (0..=piece.len())
+            .map(|i| {
+                (
+                    i,
+                    if i + 2 <= piece.len() {
+                        rank_of(i, i + 2)
+                    } else {
+                        u32::MAX
+                    },
+                )
+            })
+            .collect();
         loop {
             let mut best = (u32::MAX, 0);
             for (i, &(_, r)) in parts[..parts.len() - 1].iter().enumerate() {
@@ -152,6 +249,18 @@ impl RankEncoder {
 }
 
 impl crate::encode::Encode for RankEncoder {
+    fn encode_ordinary(&self, text: &str) -> Result<Vec<u32>> {
+        RankEncoder::encode_ordinary(self, text)
+    }
+
+    fn decode_bytes(&self, ids: &[i64]) -> Result<Vec<u8>> {
+        RankEncoder::decode_bytes(self, ids)
+    }
+
+    fn token(&self, id: u32) -> &[u8] {
+        self.token_bytes(id).unwrap_or_default()
+    }
+
     fn encode_append(&self, text: &str, allowed: &[String], out: &mut Vec<u32>) -> Result<()> {
         crate::encode::split_specials(text, &self.model.special, allowed, |part| match part {
             crate::encode::Part::Text(t) => self.encode_into(t, out),

@@ -7,8 +7,11 @@ fn is_printable(b: u8) -> bool {
     matches!(b, b'!'..=b'~' | 0xA1..=0xAC | 0xAE..=0xFF)
 }
 
-fn tables() -> &'static ([char; 256], Vec<(char, u8)>) {
-    static CELL: OnceLock<([char; 256], Vec<(char, u8)>)> = OnceLock::new();
+/// The map (byte -> char) and its inverse, sorted by char.
+type Tables = ([char; 256], Vec<(char, u8)>);
+
+fn tables() -> &'static Tables {
+    static CELL: OnceLock<Tables> = OnceLock::new();
     CELL.get_or_init(|| {
         let mut to_char = ['\0'; 256];
         let mut shifted = 0u32;

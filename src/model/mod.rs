@@ -73,6 +73,26 @@ pub struct Model {
 }
 
 impl Model {
+    /// Is the token `id` a superword?  An id that is not a regular or superword token is an
+    /// error.
+    pub fn is_superword(&self, id: i64) -> crate::error::Result<bool> {
+        if id < 0 || id as usize >= self.vocab.len() {
+            return Err(crate::error::Error::Value(format!(
+                "token id {id} is out of range 0..{}",
+                self.vocab.len() as i64 - 1
+            )));
+        }
+        Ok(self.is_super[id as usize])
+    }
+
+    /// Add special tokens with the next free ids.
+    pub fn add_special_tokens(&mut self, tokens: Vec<String>) {
+        for t in tokens {
+            let id = self.vocab_size() as u32;
+            self.special_tokens.push((t, id));
+        }
+    }
+
     /// Number of ids: regular and superword tokens plus special tokens.
     pub fn vocab_size(&self) -> usize {
         self.vocab.len() + self.special_tokens.len()

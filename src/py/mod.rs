@@ -8,16 +8,15 @@ use std::time::{Duration, Instant};
 use pyo3::exceptions::{PyFileNotFoundError, PyKeyboardInterrupt, PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyIterator};
-use rustc_hash::FxHashMap;
 
-use crate::count::Counter;
 use crate::encode::{Encode, Encoder};
 use crate::error::Error;
-use crate::model::{v2, Model, Settings};
-use crate::pipeline::{self, Algorithm, Config};
-use crate::pretokenize::Pretokenizer;
-use crate::ranks::{RankEncoder, RankModel};
-use crate::train::Control;
+use crate::input::{Documents, Files, BLOCK_BYTES};
+use crate::minbpe::MinbpeEncoder;
+use crate::model::{v2, Model};
+use crate::pretokenize::{Matcher, Pretokenizer};
+use crate::ranks::RankEncoder;
+use crate::train::{Config, Control};
 
 // ------------------------------------------------------------------------------------------
 // errors
@@ -131,45 +130,66 @@ fn pool(threads: Option<usize>) -> PyResult<std::sync::Arc<rayon::ThreadPool>> {
 }
 
 // ------------------------------------------------------------------------------------------
-// training
+// training: the arguments become a `Config`, the input a stream of documents
 
-#[allow(clippy::too_many_arguments)]
-fn config(
-    vocab_size: usize,
-    algorithm: &str,
-    supermerges: Option<usize>,
-    pattern: &str,
-    script_pattern: Option<String>,
-    scripts: Option<Vec<String>>,
-    greedy_split: bool,
-) -> PyResult<(Config, Pretokenizer)> {
-    let algorithm = match (algorithm, supermerges) {
-        ("bpe", _) => Algorithm::Bpe,
-        ("boundless", _) => Algorithm::Boundless,
-        ("superbpe", Some(n)) => Algorithm::SuperBpe(n),
-        _ => return Err(PyValueError::new_err(format!("unknown algorithm {algorithm:?}"))),
-    };
-    let pre = Pretokenizer::new(pattern, script_pattern.as_deref(), scripts.as_deref()).map_err(to_py)?;
-    let settings = Settings {
-        main_regex: pattern.to_string(),
-        script_specific_regex: script_pattern,
-        script_specific_scripts: pre.scripts.clone(),
-        merge_pattern: crate::pretokenize::MERGE_PATTERN.to_string(),
-        tau: 1.1,
-        blowup: false,
-    };
-    Ok((
-        Config {
-            vocab_size,
-            algorithm,
-            settings,
-            greedy_split,
-        },
-        pre,
-    ))
+/// A Python iterator of `str` as a stream of documents, read in batches of about 8 MB (the
+/// GIL is taken only to read a batch).
+struct PyDocuments<'c> {
+    iter: Py<PyIterator>,
+    /// where an exception raised by the iterator goes, to be re-raised at the seam
+    error: &'c Mutex<Option<PyErr>>,
 }
 
-const BATCH_BYTES: usize = 32 << 20;
+impl Documents for PyDocuments<'_> {
+    fn for_each_batch(&mut self, f: &mut dyn FnMut(&[&str]) -> Result<(), Error>) -> Result<(), Error> {
+        loop {
+            let batch = Python::attach(|py| -> PyResult<Vec<String>> {
+                let (mut batch, mut bytes) = (Vec::new(), 0);
+                for item in self.iter.bind(py).clone() {
+                    let doc: String = item?.extract()?;
+                    bytes += doc.len();
+                    batch.push(doc);
+                    if bytes >= BLOCK_BYTES / 4 {
+                        break;
+                    }
+                }
+                Ok(batch)
+            })
+            .map_err(|e| {
+                *self.error.lock().unwrap() = Some(e);
+                Error::Interrupted
+            })?;
+            if batch.is_empty() {
+                return Ok(());
+            }
+            let docs: Vec<&str> = batch.iter().map(String::as_str).collect();
+            f(&docs)?;
+        }
+    }
+}
+
+/// Run the whole training on `threads` workers with the GIL released.
+fn train(
+    py: Python<'_>,
+    documents: impl FnOnce(&PyControl) -> Box<dyn Documents + Send + '_>,
+    config: Config,
+    threads: Option<usize>,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<PyTokenizer> {
+    let pool = pool(threads)?;
+    let control = PyControl::new(progress);
+    let mut documents = documents(&control);
+    let result = py.detach(|| {
+        guard(|| {
+            let mut stats = Vec::new();
+            let model = crate::train::train(&mut *documents, &config, &pool, &control, &mut stats)?;
+            Ok((model, stats))
+        })
+    });
+    drop(documents);
+    let (model, stats) = control.finish(result)?;
+    PyTokenizer::from_model(py, model, None, stats)
+}
 
 /// Train on files (`.txt`, `.jsonl`, optionally `.gz`) read by the Rust core.
 #[pyfunction]
@@ -189,37 +209,23 @@ fn train_files(
     threads: Option<usize>,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<PyTokenizer> {
-    let (cfg, pre) = config(
+    let config = Config::new(
         vocab_size,
         algorithm,
         supermerges,
         pattern,
-        script_pattern,
-        scripts,
+        script_pattern.as_deref(),
+        scripts.as_deref(),
         greedy_split,
-    )?;
-    let pool = pool(threads)?;
-    let control = PyControl::new(progress);
-    let result = py.detach(|| {
-        guard(|| {
-            pool.install(|| {
-                let clock = Instant::now();
-                let mut counter =
-                    Counter::new(&pre, cfg.algorithm != Algorithm::Bpe, pool.current_num_threads());
-                crate::input::for_each_batch(&paths, &text_field, BATCH_BYTES, |docs| {
-                    counter.add_batch(docs)?;
-                    control.progress("count", counter.documents(), 0)
-                })?;
-                let n = counter.documents();
-                control.progress("count", n, n)?;
-                let mut stats = vec![("pretokenize_count", clock.elapsed().as_secs_f64())];
-                let model = pipeline::train(counter.finish(), &cfg, &control, &mut stats)?;
-                Ok((model, stats))
-            })
-        })
-    });
-    let (model, stats) = control.finish(result)?;
-    PyTokenizer::from_model(py, model, None, stats)
+    )
+    .map_err(to_py)?;
+    train(
+        py,
+        |_| Box::new(Files { paths, text_field }),
+        config,
+        threads,
+        progress,
+    )
 }
 
 /// Train on a Python iterator of `str` documents, read in batches.
@@ -239,60 +245,114 @@ fn train_iter(
     threads: Option<usize>,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<PyTokenizer> {
-    let (cfg, pre) = config(
+    let config = Config::new(
         vocab_size,
         algorithm,
         supermerges,
         pattern,
-        script_pattern,
-        scripts,
+        script_pattern.as_deref(),
+        scripts.as_deref(),
         greedy_split,
-    )?;
-    let pool = pool(threads)?;
-    let control = PyControl::new(progress);
-    let clock = Instant::now();
-    let mut counter = Counter::new(&pre, cfg.algorithm != Algorithm::Bpe, pool.current_num_threads());
-    let iter = PyIterator::from_object(&documents)?;
-    let mut batch: Vec<String> = Vec::new();
-    let mut bytes = 0usize;
-    let flush = |batch: &mut Vec<String>, counter: &mut Counter| -> PyResult<()> {
-        let r = py.detach(|| {
-            guard(|| {
-                let docs: Vec<&str> = batch.iter().map(String::as_str).collect();
-                pool.install(|| counter.add_batch(&docs))?;
-                control.progress("count", counter.documents(), 0)
+    )
+    .map_err(to_py)?;
+    let iter = PyIterator::from_object(&documents)?.unbind();
+    train(
+        py,
+        |control| {
+            Box::new(PyDocuments {
+                iter,
+                error: &control.error,
             })
-        });
-        batch.clear();
-        control.finish(r)
-    };
-    for item in iter {
-        let item = item?;
-        batch.push(item.extract::<String>()?);
-        bytes += batch.last().map_or(0, |s| s.len());
-        if bytes >= BATCH_BYTES / 4 {
-            flush(&mut batch, &mut counter)?;
-            bytes = 0;
-        }
-    }
-    flush(&mut batch, &mut counter)?;
-    let result = py.detach(|| {
-        guard(|| {
-            pool.install(|| {
-                let n = counter.documents();
-                control.progress("count", n, n)?;
-                let mut stats = vec![("pretokenize_count", clock.elapsed().as_secs_f64())];
-                let model = pipeline::train(counter.finish(), &cfg, &control, &mut stats)?;
-                Ok((model, stats))
-            })
-        })
-    });
-    let (model, stats) = control.finish(result)?;
-    PyTokenizer::from_model(py, model, None, stats)
+        },
+        config,
+        threads,
+        progress,
+    )
 }
 
 // ------------------------------------------------------------------------------------------
-// the tokenizer
+// the two tokenizer classes: shared methods written once
+
+/// A `#[pymethods]` block for a tokenizer class holding an `encoder: impl Encode`: the methods
+/// both classes share, then the class's own (`$own`).
+macro_rules! tokenizer_methods {
+    ($class:ty, { $($own:tt)* }) => {
+        #[pymethods]
+        impl $class {
+            fn encode_ordinary(&self, py: Python<'_>, text: &str) -> PyResult<Vec<u32>> {
+                py.detach(|| guard(|| Encode::encode_ordinary(&self.encoder, text)))
+            }
+
+            fn encode(&self, py: Python<'_>, text: &str, allowed: Vec<String>) -> PyResult<Vec<u32>> {
+                py.detach(|| guard(|| Encode::encode(&self.encoder, text, &allowed)))
+            }
+
+            /// Encode many texts in parallel (GIL released); `threads=None` uses all cores.
+            #[pyo3(signature = (texts, allowed, threads=None))]
+            fn encode_batch(
+                &self,
+                py: Python<'_>,
+                texts: Vec<String>,
+                allowed: Vec<String>,
+                threads: Option<usize>,
+            ) -> PyResult<Vec<Vec<u32>>> {
+                let pool = pool(threads)?;
+                py.detach(|| guard(|| pool.install(|| self.encoder.encode_batch(&strs(&texts), &allowed))))
+            }
+
+            /// `encode_batch` as two little-endian buffers: all ids (u32), and `len(texts) + 1`
+            /// offsets (u64) into them; no Python object per token.
+            #[pyo3(signature = (texts, allowed, threads=None))]
+            fn encode_batch_flat<'py>(
+                &self,
+                py: Python<'py>,
+                texts: Vec<String>,
+                allowed: Vec<String>,
+                threads: Option<usize>,
+            ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+                let pool = pool(threads)?;
+                let (ids, offsets) = py.detach(|| {
+                    guard(|| pool.install(|| self.encoder.encode_batch_flat(&strs(&texts), &allowed)))
+                })?;
+                let ids: Vec<u8> = ids.iter().flat_map(|i| i.to_le_bytes()).collect();
+                let offsets: Vec<u8> = offsets.iter().flat_map(|o| o.to_le_bytes()).collect();
+                Ok((PyBytes::new(py, &ids), PyBytes::new(py, &offsets)))
+            }
+
+            fn encode_to_tokens<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+                let ids = py.detach(|| guard(|| Encode::encode_ordinary(&self.encoder, text)))?;
+                Ok(ids.iter().map(|&i| PyBytes::new(py, self.encoder.token(i))).collect())
+            }
+
+            fn decode_bytes<'py>(&self, py: Python<'py>, ids: Vec<i64>) -> PyResult<Bound<'py, PyBytes>> {
+                let b = py.detach(|| guard(|| Encode::decode_bytes(&self.encoder, &ids)))?;
+                Ok(PyBytes::new(py, &b))
+            }
+
+            fn token_bytes<'py>(&self, py: Python<'py>, id: i64) -> PyResult<Bound<'py, PyBytes>> {
+                let b = Encode::decode_bytes(&self.encoder, &[id]).map_err(to_py)?;
+                Ok(PyBytes::new(py, &b))
+            }
+
+            $($own)*
+        }
+    };
+}
+
+fn strs(texts: &[String]) -> Vec<&str> {
+    texts.iter().map(String::as_str).collect()
+}
+
+fn dict<'py, K: IntoPyObject<'py> + Copy, V: IntoPyObject<'py> + Copy>(
+    py: Python<'py>,
+    items: &[(K, V)],
+) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    for &(k, v) in items {
+        d.set_item(k, v)?;
+    }
+    Ok(d)
+}
 
 /// A trained or loaded model with its encoder.
 #[pyclass(name = "Tokenizer", module = "superword._core")]
@@ -317,20 +377,9 @@ impl PyTokenizer {
             stats,
         })
     }
-
-    fn check_id(&self, id: i64) -> PyResult<usize> {
-        if id < 0 || id as usize >= self.model.vocab.len() {
-            return Err(PyValueError::new_err(format!(
-                "token id {id} is out of range 0..{}",
-                self.model.vocab.len() as i64 - 1
-            )));
-        }
-        Ok(id as usize)
-    }
 }
 
-#[pymethods]
-impl PyTokenizer {
+tokenizer_methods!(PyTokenizer, {
     /// Load a "BoundlessBPE v2" model file.
     #[staticmethod]
     #[pyo3(signature = (path, greedy_split=None))]
@@ -349,9 +398,21 @@ impl PyTokenizer {
         v2::dumps(&self.model)
     }
 
+    /// Write the vocabulary as a `.tiktoken` ranks file (plain BPE models in simple mode only).
+    fn save_tiktoken(&self, py: Python<'_>, path: String) -> PyResult<()> {
+        let text = crate::ranks::dumps_model(&self.model).map_err(to_py)?;
+        py.detach(|| guard(|| v2::write_atomic(&path, &text)))
+    }
+
     #[getter]
     fn kind(&self) -> &'static str {
         self.model.kind.name()
+    }
+
+    /// The pre-tokenization pattern (the main one).
+    #[getter]
+    fn pattern(&self) -> String {
+        self.model.settings.main_regex.clone()
     }
 
     #[getter]
@@ -371,117 +432,43 @@ impl PyTokenizer {
 
     #[getter]
     fn special_tokens<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let d = PyDict::new(py);
-        for (s, id) in &self.model.special_tokens {
-            d.set_item(s, id)?;
-        }
-        Ok(d)
+        let items: Vec<(&str, u32)> = self
+            .model
+            .special_tokens
+            .iter()
+            .map(|(s, i)| (s.as_str(), *i))
+            .collect();
+        dict(py, &items)
     }
 
     #[getter]
     fn training_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let d = PyDict::new(py);
-        for (k, v) in &self.stats {
-            d.set_item(k, v)?;
-        }
-        Ok(d)
-    }
-
-    fn token_bytes<'py>(&self, py: Python<'py>, id: i64) -> PyResult<Bound<'py, PyBytes>> {
-        let b = self.encoder.decode_bytes(&[id]).map_err(to_py)?;
-        Ok(PyBytes::new(py, &b))
+        dict(py, &self.stats)
     }
 
     fn is_superword(&self, id: i64) -> PyResult<bool> {
-        Ok(self.model.is_super[self.check_id(id)?])
+        self.model.is_superword(id).map_err(to_py)
     }
 
     /// (id, bytes, is_superword) for every regular and superword token.
     fn vocab_items<'py>(&self, py: Python<'py>) -> Vec<(usize, Bound<'py, PyBytes>, bool)> {
-        self.model
-            .vocab
+        let m = &self.model;
+        m.vocab
             .iter()
             .enumerate()
-            .map(|(i, t)| (i, PyBytes::new(py, t), self.model.is_super[i]))
+            .map(|(i, t)| (i, PyBytes::new(py, t), m.is_super[i]))
             .collect()
     }
 
     /// Add special tokens with the next free ids (the caller validated them).
     fn register_special_tokens(&mut self, tokens: Vec<String>) {
-        for t in tokens {
-            let id = self.model.vocab_size() as u32;
-            self.model.special_tokens.push((t, id));
-        }
+        self.model.add_special_tokens(tokens);
         self.encoder.special = self.model.special_tokens.clone();
-    }
-
-    fn encode_ordinary(&self, py: Python<'_>, text: &str) -> PyResult<Vec<u32>> {
-        py.detach(|| guard(|| self.encoder.encode_ordinary(text)))
-    }
-
-    fn encode(&self, py: Python<'_>, text: &str, allowed: Vec<String>) -> PyResult<Vec<u32>> {
-        py.detach(|| guard(|| self.encoder.encode(text, &allowed)))
-    }
-
-    /// Encode many texts in parallel (GIL released); `threads=None` uses all cores.
-    #[pyo3(signature = (texts, allowed, threads=None))]
-    fn encode_batch(
-        &self,
-        py: Python<'_>,
-        texts: Vec<String>,
-        allowed: Vec<String>,
-        threads: Option<usize>,
-    ) -> PyResult<Vec<Vec<u32>>> {
-        batch(py, &self.encoder, texts, allowed, threads)
-    }
-
-    /// `encode_batch` as two little-endian buffers: all ids (u32), and `len(texts) + 1`
-    /// offsets (u64) into them; no Python object per token.
-    #[pyo3(signature = (texts, allowed, threads=None))]
-    fn encode_batch_flat<'py>(
-        &self,
-        py: Python<'py>,
-        texts: Vec<String>,
-        allowed: Vec<String>,
-        threads: Option<usize>,
-    ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
-        flat_batch(py, &self.encoder, texts, allowed, threads)
     }
 
     /// The id of a token given by its bytes, if any.
     fn id_of(&self, token: &[u8]) -> Option<u32> {
         self.encoder.id_of(token)
-    }
-
-    /// Write the vocabulary as a `.tiktoken` ranks file (plain BPE models in simple mode only).
-    fn save_tiktoken(&self, py: Python<'_>, path: String) -> PyResult<()> {
-        if self.model.kind != crate::model::Kind::Word || self.model.settings.script_specific_regex.is_some()
-        {
-            return Err(PyValueError::new_err(
-                "only plain BPE models with simple pre-tokenization (algorithm='bpe', script_aware=False) \
-                 can be written as tiktoken ranks: tiktoken has no supermerges and no script runs",
-            ));
-        }
-        py.detach(|| guard(|| v2::write_atomic(&path, &crate::ranks::dumps(&self.model.vocab))))
-    }
-
-    /// The pre-tokenization pattern (the main one).
-    #[getter]
-    fn pattern(&self) -> String {
-        self.model.settings.main_regex.clone()
-    }
-
-    fn encode_to_tokens<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Vec<Bound<'py, PyBytes>>> {
-        let ids = py.detach(|| guard(|| self.encoder.encode_ordinary(text)))?;
-        Ok(ids
-            .iter()
-            .map(|&i| PyBytes::new(py, &self.model.vocab[i as usize]))
-            .collect())
-    }
-
-    fn decode_bytes<'py>(&self, py: Python<'py>, ids: Vec<i64>) -> PyResult<Bound<'py, PyBytes>> {
-        let b = py.detach(|| guard(|| self.encoder.decode_bytes(&ids)))?;
-        Ok(PyBytes::new(py, &b))
     }
 
     fn __repr__(&self) -> String {
@@ -491,10 +478,7 @@ impl PyTokenizer {
             self.model.vocab_size()
         )
     }
-}
-
-// ------------------------------------------------------------------------------------------
-// plain rank-based (tiktoken) models
+});
 
 /// A tokenizer from a `.tiktoken` ranks file, encoding exactly as tiktoken does.
 #[pyclass(name = "RankTokenizer", module = "superword._core")]
@@ -502,8 +486,7 @@ pub struct PyRankTokenizer {
     encoder: RankEncoder,
 }
 
-#[pymethods]
-impl PyRankTokenizer {
+tokenizer_methods!(PyRankTokenizer, {
     /// Read a `.tiktoken` file; `special_tokens` maps each special string to its id.
     #[staticmethod]
     fn load(
@@ -512,25 +495,26 @@ impl PyRankTokenizer {
         pattern: String,
         special_tokens: Vec<(String, u32)>,
     ) -> PyResult<Self> {
-        let encoder = py.detach(|| {
-            guard(|| {
-                let text = std::fs::read_to_string(&path).map_err(|e| match e.kind() {
-                    std::io::ErrorKind::NotFound => Error::NotFound(format!("ranks file not found: {path}")),
-                    std::io::ErrorKind::InvalidData => {
-                        Error::Value(format!("{path}: not a ranks file (invalid UTF-8)"))
-                    }
-                    _ => Error::Io(format!("cannot read {path}: {e}")),
-                })?;
-                let (ranks, vocab) = crate::ranks::parse(&text, &path)?;
-                RankEncoder::new(RankModel {
-                    vocab,
-                    ranks,
-                    pattern,
-                    special: special_tokens,
-                })
-            })
-        })?;
+        let encoder = py.detach(|| guard(|| RankEncoder::load(&path, pattern, special_tokens)))?;
         Ok(PyRankTokenizer { encoder })
+    }
+
+    fn save(&self, path: String) -> PyResult<()> {
+        let _ = path;
+        Err(PyValueError::new_err(
+            "a tiktoken ranks model has no BoundlessBPE v2 form; use save_tiktoken",
+        ))
+    }
+
+    fn dumps(&self) -> PyResult<String> {
+        Err(PyValueError::new_err(
+            "a tiktoken ranks model has no BoundlessBPE v2 form",
+        ))
+    }
+
+    fn save_tiktoken(&self, py: Python<'_>, path: String) -> PyResult<()> {
+        let text = crate::ranks::dumps(self.encoder.items());
+        py.detach(|| guard(|| v2::write_atomic(&path, &text)))
     }
 
     #[getter]
@@ -545,15 +529,7 @@ impl PyRankTokenizer {
 
     #[getter]
     fn vocab_size(&self) -> usize {
-        let m = &self.encoder.model;
-        let top = m
-            .vocab
-            .keys()
-            .chain(m.special.iter().map(|(_, id)| id))
-            .max()
-            .copied()
-            .unwrap_or(0);
-        top as usize + 1
+        self.encoder.vocab_size()
     }
 
     #[getter]
@@ -563,11 +539,14 @@ impl PyRankTokenizer {
 
     #[getter]
     fn special_tokens<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let d = PyDict::new(py);
-        for (s, id) in &self.encoder.model.special {
-            d.set_item(s, id)?;
-        }
-        Ok(d)
+        let items: Vec<(&str, u32)> = self
+            .encoder
+            .model
+            .special
+            .iter()
+            .map(|(s, i)| (s.as_str(), *i))
+            .collect();
+        dict(py, &items)
     }
 
     #[getter]
@@ -575,13 +554,8 @@ impl PyRankTokenizer {
         PyDict::new(py)
     }
 
-    fn token_bytes<'py>(&self, py: Python<'py>, id: i64) -> PyResult<Bound<'py, PyBytes>> {
-        let b = self.decode_raw(&[id])?;
-        Ok(PyBytes::new(py, &b))
-    }
-
     fn is_superword(&self, id: i64) -> PyResult<bool> {
-        self.decode_raw(&[id]).map(|_| false)
+        self.encoder.decode_bytes(&[id]).map(|_| false).map_err(to_py)
     }
 
     fn id_of(&self, token: &[u8]) -> Option<u32> {
@@ -589,159 +563,26 @@ impl PyRankTokenizer {
     }
 
     fn vocab_items<'py>(&self, py: Python<'py>) -> Vec<(u32, Bound<'py, PyBytes>, bool)> {
-        let mut items: Vec<(&u32, &Vec<u8>)> = self.encoder.model.vocab.iter().collect();
-        items.sort_unstable();
-        items
+        self.encoder
+            .items()
             .into_iter()
-            .map(|(&i, t)| (i, PyBytes::new(py, t), false))
+            .map(|(i, t)| (i, PyBytes::new(py, t), false))
             .collect()
     }
 
     fn register_special_tokens(&mut self, tokens: Vec<String>) {
         for t in tokens {
-            let id = self.vocab_size() as u32;
+            let id = self.encoder.vocab_size() as u32;
             self.encoder.model.special.push((t, id));
         }
     }
-
-    fn encode_ordinary(&self, py: Python<'_>, text: &str) -> PyResult<Vec<u32>> {
-        py.detach(|| guard(|| self.encoder.encode_ordinary(text)))
-    }
-
-    fn encode(&self, py: Python<'_>, text: &str, allowed: Vec<String>) -> PyResult<Vec<u32>> {
-        py.detach(|| guard(|| self.encoder.encode(text, &allowed)))
-    }
-
-    #[pyo3(signature = (texts, allowed, threads=None))]
-    fn encode_batch(
-        &self,
-        py: Python<'_>,
-        texts: Vec<String>,
-        allowed: Vec<String>,
-        threads: Option<usize>,
-    ) -> PyResult<Vec<Vec<u32>>> {
-        batch(py, &self.encoder, texts, allowed, threads)
-    }
-
-    /// `encode_batch` as two little-endian buffers: all ids (u32), and `len(texts) + 1`
-    /// offsets (u64) into them; no Python object per token.
-    #[pyo3(signature = (texts, allowed, threads=None))]
-    fn encode_batch_flat<'py>(
-        &self,
-        py: Python<'py>,
-        texts: Vec<String>,
-        allowed: Vec<String>,
-        threads: Option<usize>,
-    ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
-        flat_batch(py, &self.encoder, texts, allowed, threads)
-    }
-
-    fn encode_to_tokens<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Vec<Bound<'py, PyBytes>>> {
-        let ids = py.detach(|| guard(|| self.encoder.encode_ordinary(text)))?;
-        Ok(ids
-            .iter()
-            .map(|&i| PyBytes::new(py, self.encoder.token_bytes(i).unwrap_or_default()))
-            .collect())
-    }
-
-    fn decode_bytes<'py>(&self, py: Python<'py>, ids: Vec<i64>) -> PyResult<Bound<'py, PyBytes>> {
-        let b = self.decode_raw(&ids)?;
-        Ok(PyBytes::new(py, &b))
-    }
-
-    fn save(&self, path: String) -> PyResult<()> {
-        let _ = path;
-        Err(PyValueError::new_err(
-            "a tiktoken ranks model has no BoundlessBPE v2 form; use save_tiktoken",
-        ))
-    }
-
-    fn save_tiktoken(&self, py: Python<'_>, path: String) -> PyResult<()> {
-        let m = &self.encoder.model;
-        let mut text = String::new();
-        let mut items: Vec<(&u32, &Vec<u8>)> = m.vocab.iter().collect();
-        items.sort_unstable();
-        for (rank, t) in items {
-            use base64::Engine as _;
-            text.push_str(&base64::engine::general_purpose::STANDARD.encode(t));
-            text.push(' ');
-            text.push_str(&rank.to_string());
-            text.push('\n');
-        }
-        py.detach(|| guard(|| v2::write_atomic(&path, &text)))
-    }
-
-    fn dumps(&self) -> PyResult<String> {
-        Err(PyValueError::new_err(
-            "a tiktoken ranks model has no BoundlessBPE v2 form",
-        ))
-    }
-}
-
-impl PyRankTokenizer {
-    fn decode_raw(&self, ids: &[i64]) -> PyResult<Vec<u8>> {
-        let m = &self.encoder.model;
-        let mut out = Vec::new();
-        for (position, &id) in ids.iter().enumerate() {
-            let found = u32::try_from(id).ok().and_then(|i| {
-                m.vocab
-                    .get(&i)
-                    .map(|v| v.as_slice())
-                    .or_else(|| m.special.iter().find(|(_, s)| *s == i).map(|(t, _)| t.as_bytes()))
-            });
-            match found {
-                Some(b) => out.extend_from_slice(b),
-                None => {
-                    return Err(PyValueError::new_err(format!(
-                        "token id {id} at position {position} is out of range (no token has this id)"
-                    )))
-                }
-            }
-        }
-        Ok(out)
-    }
-}
-
-/// `encode_batch` on `threads` workers with the GIL released.
-fn batch(
-    py: Python<'_>,
-    encoder: &dyn Encode,
-    texts: Vec<String>,
-    allowed: Vec<String>,
-    threads: Option<usize>,
-) -> PyResult<Vec<Vec<u32>>> {
-    let pool = pool(threads)?;
-    py.detach(|| {
-        guard(|| {
-            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-            pool.install(|| encoder.encode_batch(&refs, &allowed))
-        })
-    })
-}
-
-/// `encode_batch_flat` as two little-endian byte buffers (ids u32, offsets u64).
-fn flat_batch<'py>(
-    py: Python<'py>,
-    encoder: &dyn Encode,
-    texts: Vec<String>,
-    allowed: Vec<String>,
-    threads: Option<usize>,
-) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
-    let pool = pool(threads)?;
-    let (ids, offsets) = py.detach(|| {
-        guard(|| {
-            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-            let (ids, offsets) = pool.install(|| encoder.encode_batch_flat(&refs, &allowed))?;
-            let ids: Vec<u8> = ids.iter().flat_map(|i| i.to_le_bytes()).collect();
-            let offsets: Vec<u8> = offsets.iter().flat_map(|o| o.to_le_bytes()).collect();
-            Ok((ids, offsets))
-        })
-    })?;
-    Ok((PyBytes::new(py, &ids), PyBytes::new(py, &offsets)))
-}
+});
 
 // ------------------------------------------------------------------------------------------
 // minbpe
+
+/// One minbpe merge for Python: `(left, right, id, count, round)`.
+type MergeRow = (u32, u32, u32, u64, u32);
 
 /// Train minbpe-style (SPEC 6) on `text`: one chunk (`pattern=None`, BasicTokenizer) or the
 /// pattern's findall chunks.  Returns `(left, right, id, count, round)` per merge.
@@ -754,16 +595,16 @@ fn minbpe_train(
     pattern: Option<String>,
     batch_size: usize,
     on_merge: Option<Py<PyAny>>,
-) -> PyResult<Vec<(u32, u32, u32, u64, u32)>> {
+) -> PyResult<Vec<MergeRow>> {
     let matcher = pattern
         .as_deref()
-        .map(|p| crate::pretokenize::Matcher::new(p, "pattern"))
+        .map(|p| Matcher::new(p, "pattern"))
         .transpose()
         .map_err(to_py)?;
     let control = PyControl::new(None);
     let result = py.detach(|| {
         guard(|| {
-            let chunks = distinct_chunks(text, matcher.as_ref())?;
+            let chunks = crate::minbpe::distinct_chunks(text, matcher.as_ref())?;
             crate::minbpe::train(&chunks, num_merges, batch_size, &control, |m| match &on_merge {
                 Some(cb) => Python::attach(|py| {
                     cb.call1(py, (m.pair.0, m.pair.1, m.id, m.count))
@@ -784,63 +625,22 @@ fn minbpe_train(
         .collect())
 }
 
-/// The distinct chunks of `text` in order of first appearance, with their counts.
-fn distinct_chunks<'t>(
-    text: &'t str,
-    matcher: Option<&crate::pretokenize::Matcher>,
-) -> Result<Vec<(&'t [u8], u64)>, Error> {
-    let mut index: FxHashMap<&'t str, usize> = FxHashMap::default();
-    let mut chunks: Vec<(&'t [u8], u64)> = Vec::new();
-    let mut add = |piece: &'t str| match index.get(piece) {
-        Some(&i) => chunks[i].1 += 1,
-        None => {
-            index.insert(piece, chunks.len());
-            chunks.push((piece.as_bytes(), 1));
-        }
-    };
-    match matcher {
-        Some(m) => m.for_each_piece(text, &mut add)?,
-        None => add(text),
-    }
-    Ok(chunks)
-}
-
 /// minbpe's encoder: merges by smallest id within each chunk (the whole text without a pattern).
 #[pyclass(name = "MinbpeEncoder", module = "superword._core")]
-pub struct PyMinbpeEncoder {
-    ranks: FxHashMap<(u32, u32), (u32, u32)>,
-    matcher: Option<crate::pretokenize::Matcher>,
-}
+pub struct PyMinbpeEncoder(MinbpeEncoder);
 
 #[pymethods]
 impl PyMinbpeEncoder {
     #[new]
     #[pyo3(signature = (merges, pattern=None))]
     fn new(merges: Vec<((u32, u32), u32)>, pattern: Option<String>) -> PyResult<Self> {
-        let matcher = pattern
-            .as_deref()
-            .map(|p| crate::pretokenize::Matcher::new(p, "pattern"))
-            .transpose()
-            .map_err(to_py)?;
-        let ranks = merges.into_iter().map(|(pair, id)| (pair, (id, id))).collect();
-        Ok(PyMinbpeEncoder { ranks, matcher })
+        Ok(PyMinbpeEncoder(
+            MinbpeEncoder::new(merges, pattern.as_deref()).map_err(to_py)?,
+        ))
     }
 
     fn encode_ordinary(&self, py: Python<'_>, text: &str) -> PyResult<Vec<u32>> {
-        py.detach(|| {
-            guard(|| {
-                let mut out = Vec::with_capacity(text.len() / 3);
-                let rank = |a: u32, b: u32| self.ranks.get(&(a, b)).copied();
-                let mut one = |chunk: &str| {
-                    crate::encode::merge_by_rank(chunk.bytes().map(u32::from).collect(), rank, &mut out)
-                };
-                match &self.matcher {
-                    Some(m) => m.for_each_piece(text, &mut |c| one(c))?,
-                    None => one(text),
-                }
-                Ok(out)
-            })
-        })
+        py.detach(|| guard(|| self.0.encode_ordinary(text)))
     }
 }
 

@@ -1,242 +1,241 @@
-//! Supermerge candidates (SPEC section 3): the letter runs collected while counting, cut at
-//! pretokens that are not eligible (not a reachable word token), as `reference/candidates.py`.
+//! Supermerge candidates (SPEC section 3), as `reference/candidates.py`: the letter runs
+//! collected while counting, cut at pretokens that are not eligible (not a reachable word
+//! token).  Also the cutting of candidates into segments before phase 2 (see
+//! `boundless.rs` for why it is safe), written once for both sources of candidates: the
+//! letter runs themselves, or a list of candidates (after the greedy n-gram split).
 
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
-use super::TokenId;
+use crate::count::Runs;
+use crate::tokens::{Pair, TokenId};
 
-/// `runs`: per counting table, its pretoken id -> word index map and its runs with counts;
-/// `token_of[word index]`: the word-model token the pretoken is, when it is eligible.
-/// Returns candidates as token sequences.
-pub fn supermerge_candidates(
-    runs: &[(Vec<u32>, FxHashMap<Box<[u32]>, u64>)],
-    token_of: &[Option<TokenId>],
-) -> FxHashMap<Box<[TokenId]>, u64> {
-    // each counting table's runs are cut in parallel; the tables' candidates are then added up
-    runs.par_iter()
-        .map(|(remap, table)| {
-            let mut out: FxHashMap<Box<[TokenId]>, u64> = FxHashMap::default();
-            let mut piece: Vec<TokenId> = Vec::new();
-            let mut flush = |piece: &mut Vec<TokenId>, count: u64| {
-                if piece.len() >= 2 {
-                    *out.entry(piece.as_slice().into()).or_insert(0) += count;
-                }
-                piece.clear();
-            };
-            for (run, count) in table {
-                for &pretoken in run.iter() {
-                    match token_of[remap[pretoken as usize] as usize] {
-                        Some(t) => piece.push(t),
-                        None => flush(&mut piece, *count),
-                    }
-                }
-                flush(&mut piece, *count);
-            }
-            out
-        })
-        .reduce(FxHashMap::default, |a, b| {
-            let (mut big, small) = if a.len() >= b.len() { (a, b) } else { (b, a) };
-            for (k, w) in small {
-                *big.entry(k).or_insert(0) += w;
-            }
-            big
-        })
+/// Supermerge candidates: sequences of word tokens with their counts.
+pub type Candidates = Vec<(Box<[TokenId]>, u64)>;
+
+/// A part of a candidate that phase 2 works on (see [`cut`]).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Segment {
+    pub tokens: Box<[TokenId]>,
+    pub count: u64,
+    /// is it the whole candidate?  Only a whole candidate that becomes one token sets a
+    /// merge's flag.
+    pub whole: bool,
 }
 
-/// Counts of pairs of two different tokens over the candidates.
-fn distinct_pair_counts(candidates: &[(Box<[TokenId]>, u64)]) -> Vec<FxHashMap<(TokenId, TokenId), u64>> {
-    let shards = rayon::current_num_threads().max(1);
-    (0..shards)
-        .into_par_iter()
-        .map(|k| {
-            let mut map: FxHashMap<(TokenId, TokenId), u64> = FxHashMap::default();
-            for (seq, w) in candidates {
-                for p in seq.windows(2) {
-                    if p[0] != p[1] && (p[0] as usize ^ p[1] as usize) % shards == k {
-                        *map.entry((p[0], p[1])).or_insert(0) += w;
-                    }
-                }
-            }
-            map
-        })
-        .collect()
+/// Candidates cut into segments of two or more tokens (aggregated), and the count of each
+/// token standing alone as a one-token segment (it has no pairs, but counts for SPEC 8).
+#[derive(Debug, PartialEq, Eq)]
+pub struct CutCandidates {
+    pub segments: Vec<Segment>,
+    pub alone: Vec<u64>,
 }
 
-/// The candidates cut where a pair of different tokens occurs at most `threshold` times:
-/// pieces of two or more tokens (aggregated, with "is a whole candidate"), and the weight of
-/// each token standing alone as a one-token piece.
-#[allow(clippy::type_complexity)]
-pub fn cut(
-    candidates: &[(Box<[TokenId]>, u64)],
-    threshold: u64,
-    n_tokens: usize,
-) -> (Vec<(Box<[TokenId]>, u64, bool)>, Vec<u64>) {
-    let counts = distinct_pair_counts(candidates);
-    let shards = counts.len();
-    let weak = |a: TokenId, b: TokenId| {
-        a != b
-            && counts[(a as usize ^ b as usize) % shards]
-                .get(&(a, b))
-                .is_none_or(|&c| c <= threshold)
-    };
-    let cut_part = |part: &[(Box<[TokenId]>, u64)]| {
-        let mut pieces: FxHashMap<(Box<[TokenId]>, bool), u64> = FxHashMap::default();
-        let mut alone = vec![0u64; n_tokens];
-        for (seq, w) in part {
-            cut_one(seq, *w, &weak, &mut pieces, &mut alone);
+impl CutCandidates {
+    /// The candidates as they are: each one whole segment.
+    pub fn uncut(candidates: Candidates) -> CutCandidates {
+        CutCandidates {
+            segments: candidates
+                .into_iter()
+                .map(|(tokens, count)| Segment {
+                    tokens,
+                    count,
+                    whole: true,
+                })
+                .collect(),
+            alone: Vec::new(),
         }
-        (pieces, alone)
+    }
+}
+
+/// Where candidates come from: numbered parts that can be read in parallel, each yielding
+/// candidates (not aggregated: the same candidate may come several times).
+trait Source: Sync {
+    fn parts(&self) -> usize;
+    fn for_each(&self, part: usize, f: &mut dyn FnMut(&[TokenId], u64));
+}
+
+/// The letter runs of each counting table, cut at pretokens that are not eligible.
+struct RunSource<'a> {
+    runs: &'a Runs,
+    /// the word-model token each pretoken (index into `Counts::words`) is, when eligible
+    token_of: &'a [Option<TokenId>],
+}
+
+impl Source for RunSource<'_> {
+    fn parts(&self) -> usize {
+        self.runs.len()
+    }
+
+    fn for_each(&self, part: usize, f: &mut dyn FnMut(&[TokenId], u64)) {
+        let (remap, table) = &self.runs[part];
+        let mut candidate: Vec<TokenId> = Vec::new();
+        for (run, &count) in table {
+            for &pretoken in run.iter() {
+                match self.token_of[remap[pretoken as usize] as usize] {
+                    Some(t) => candidate.push(t),
+                    None => {
+                        if candidate.len() >= 2 {
+                            f(&candidate, count);
+                        }
+                        candidate.clear();
+                    }
+                }
+            }
+            if candidate.len() >= 2 {
+                f(&candidate, count);
+            }
+            candidate.clear();
+        }
+    }
+}
+
+/// A list of candidates, in one chunk per thread.
+struct ListSource<'a> {
+    list: &'a [(Box<[TokenId]>, u64)],
+    per: usize,
+}
+
+impl Source for ListSource<'_> {
+    fn parts(&self) -> usize {
+        self.list.len().div_ceil(self.per)
+    }
+
+    fn for_each(&self, part: usize, f: &mut dyn FnMut(&[TokenId], u64)) {
+        let end = (part * self.per + self.per).min(self.list.len());
+        for (tokens, count) in &self.list[part * self.per..end] {
+            f(tokens, *count);
+        }
+    }
+}
+
+/// Stage 3: the supermerge candidates of the letter runs (`runs` from counting; `token_of`:
+/// the word-model token of each pretoken, when it is eligible), added up.
+pub fn supermerge_candidates(runs: &Runs, token_of: &[Option<TokenId>]) -> Candidates {
+    let source = RunSource { runs, token_of };
+    let tables: Vec<FxHashMap<Box<[TokenId]>, u64>> = (0..source.parts())
+        .into_par_iter()
+        .map(|part| {
+            let mut table: FxHashMap<Box<[TokenId]>, u64> = FxHashMap::default();
+            source.for_each(part, &mut |c, count| *table.entry(c.into()).or_insert(0) += count);
+            table
+        })
+        .collect();
+    add_up(tables, |a, b| *a += b).into_iter().collect()
+}
+
+/// Add up tables into the largest one; `add` merges a value into another.
+fn add_up<K: std::hash::Hash + Eq, V>(
+    tables: Vec<FxHashMap<K, V>>,
+    add: impl Fn(&mut V, V),
+) -> FxHashMap<K, V> {
+    let mut tables = tables;
+    let Some(biggest) = (0..tables.len()).max_by_key(|&i| tables[i].len()) else {
+        return FxHashMap::default();
     };
-    let per = candidates.len().div_ceil(shards).max(1);
-    let (pieces, alone) = candidates.par_chunks(per).map(cut_part).reduce(
-        || (FxHashMap::default(), vec![0u64; n_tokens]),
-        |(mut a, mut a_alone), (b, b_alone)| {
-            if a.len() < b.len() {
-                return merge_into(b, b_alone, a, a_alone);
+    let mut all = tables.swap_remove(biggest);
+    for table in tables {
+        for (k, v) in table {
+            match all.get_mut(&k) {
+                Some(x) => add(x, v),
+                None => {
+                    all.insert(k, v);
+                }
             }
-            for (k, w) in b {
-                *a.entry(k).or_insert(0) += w;
-            }
-            for (x, y) in a_alone.iter_mut().zip(b_alone) {
-                *x += y;
-            }
-            (a, a_alone)
+        }
+    }
+    all
+}
+
+/// Cut candidates into segments for phase 2 (see [`cut_source`]).
+pub fn cut(candidates: &[(Box<[TokenId]>, u64)], threshold: u64, n_tokens: usize) -> CutCandidates {
+    let per = candidates
+        .len()
+        .div_ceil(rayon::current_num_threads().max(1))
+        .max(1);
+    cut_source(
+        &ListSource {
+            list: candidates,
+            per,
         },
-    );
-    (
-        pieces.into_iter().map(|((s, whole), w)| (s, w, whole)).collect(),
-        alone,
+        threshold,
+        n_tokens,
     )
 }
 
-type Pieces = FxHashMap<(Box<[TokenId]>, bool), u64>;
-
-fn merge_into(
-    mut big: Pieces,
-    mut big_alone: Vec<u64>,
-    small: Pieces,
-    small_alone: Vec<u64>,
-) -> (Pieces, Vec<u64>) {
-    for (k, w) in small {
-        *big.entry(k).or_insert(0) += w;
-    }
-    for (x, y) in big_alone.iter_mut().zip(small_alone) {
-        *x += y;
-    }
-    (big, big_alone)
+/// Stage 3 for BoundlessBPE without the greedy split: the candidates of the letter runs, cut
+/// straight into segments.  The same result as [`supermerge_candidates`] then [`cut`], without
+/// building the table of uncut candidates (a large one on big corpora).
+pub fn cut_runs(runs: &Runs, token_of: &[Option<TokenId>], threshold: u64, n_tokens: usize) -> CutCandidates {
+    cut_source(&RunSource { runs, token_of }, threshold, n_tokens)
 }
 
-/// Cut one candidate where `weak` says so: pieces of two or more tokens are added to `pieces`
-/// (with "is the whole candidate"), single tokens to `alone`.
-fn cut_one(
-    seq: &[TokenId],
-    w: u64,
-    weak: &impl Fn(TokenId, TokenId) -> bool,
-    pieces: &mut FxHashMap<(Box<[TokenId]>, bool), u64>,
-    alone: &mut [u64],
-) {
-    let mut start = 0;
-    for i in 1..=seq.len() {
-        if i == seq.len() || weak(seq[i - 1], seq[i]) {
-            let piece = &seq[start..i];
-            if piece.len() == 1 {
-                alone[piece[0] as usize] += w;
-            } else {
-                *pieces
-                    .entry((piece.into(), piece.len() == seq.len()))
-                    .or_insert(0) += w;
-            }
-            start = i;
-        }
-    }
-}
-
-/// Candidates straight from the letter runs, already cut for BoundlessBPE's phase 2: the same
-/// result as [`supermerge_candidates`] followed by [`cut`], without building the uncut
-/// candidates (a large table on big corpora).  A run is cut at pretokens that are not
-/// eligible (which makes the candidates) and where two different tokens meet whose pair
-/// occurs at most `threshold` times in all candidates.
-#[allow(clippy::type_complexity)]
-pub fn cut_runs(
-    runs: &[(Vec<u32>, FxHashMap<Box<[u32]>, u64>)],
-    token_of: &[Option<TokenId>],
-    threshold: u64,
-    n_tokens: usize,
-) -> (Vec<(Box<[TokenId]>, u64, bool)>, Vec<u64>) {
-    // 1. pair counts over the candidates, one shard of pairs per thread
+/// Cut every candidate of `source` where two different tokens meet whose pair occurs at most
+/// `threshold` times in all candidates.
+fn cut_source(source: &dyn Source, threshold: u64, n_tokens: usize) -> CutCandidates {
+    // 1. counts of pairs of two different tokens, one shard of pairs per thread
     let shards = rayon::current_num_threads().max(1);
-    let counts: Vec<FxHashMap<(TokenId, TokenId), u64>> = (0..shards)
+    let shard_of = |(a, b): Pair| (a as usize ^ b as usize) % shards;
+    let counts: Vec<FxHashMap<Pair, u64>> = (0..shards)
         .into_par_iter()
         .map(|k| {
-            let mut map: FxHashMap<(TokenId, TokenId), u64> = FxHashMap::default();
-            for (remap, table) in runs {
-                for (run, w) in table {
-                    let mut prev: Option<TokenId> = None;
-                    for &p in run.iter() {
-                        let t = token_of[remap[p as usize] as usize];
-                        if let (Some(a), Some(b)) = (prev, t) {
-                            if a != b && (a as usize ^ b as usize) % shards == k {
-                                *map.entry((a, b)).or_insert(0) += w;
-                            }
+            let mut map: FxHashMap<Pair, u64> = FxHashMap::default();
+            for part in 0..source.parts() {
+                source.for_each(part, &mut |tokens, count| {
+                    for w in tokens.windows(2) {
+                        if w[0] != w[1] && shard_of((w[0], w[1])) == k {
+                            *map.entry((w[0], w[1])).or_insert(0) += count;
                         }
-                        prev = t;
                     }
-                }
+                });
             }
             map
         })
         .collect();
     let weak = |a: TokenId, b: TokenId| {
         a != b
-            && counts[(a as usize ^ b as usize) % shards]
+            && counts[shard_of((a, b))]
                 .get(&(a, b))
                 .is_none_or(|&c| c <= threshold)
     };
-    // 2. cut every run, per counting table in parallel, and add the pieces up
-    type Pieces = FxHashMap<(Box<[TokenId]>, bool), u64>;
-    let parts: Vec<(Pieces, Vec<u64>)> = runs
-        .par_iter()
-        .map(|(remap, table)| {
-            let mut pieces: Pieces = FxHashMap::default();
+    // 2. cut every candidate, part by part in parallel, and add the segments up
+    type Segments = FxHashMap<(Box<[TokenId]>, bool), u64>;
+    let parts: Vec<(Segments, Vec<u64>)> = (0..source.parts())
+        .into_par_iter()
+        .map(|part| {
+            let mut segments: Segments = FxHashMap::default();
             let mut alone = vec![0u64; n_tokens];
-            let mut segment: Vec<TokenId> = Vec::new();
-            let emit = |segment: &mut Vec<TokenId>, w: u64, pieces: &mut Pieces, alone: &mut [u64]| {
-                if segment.len() >= 2 {
-                    cut_one(segment, w, &weak, pieces, alone);
-                }
-                segment.clear();
-            };
-            for (run, w) in table {
-                for &p in run.iter() {
-                    match token_of[remap[p as usize] as usize] {
-                        Some(t) => segment.push(t),
-                        None => emit(&mut segment, *w, &mut pieces, &mut alone),
+            source.for_each(part, &mut |tokens, count| {
+                let mut start = 0;
+                for i in 1..=tokens.len() {
+                    if i == tokens.len() || weak(tokens[i - 1], tokens[i]) {
+                        let segment = &tokens[start..i];
+                        if segment.len() == 1 {
+                            alone[segment[0] as usize] += count;
+                        } else {
+                            let whole = segment.len() == tokens.len();
+                            *segments.entry((segment.into(), whole)).or_insert(0) += count;
+                        }
+                        start = i;
                     }
                 }
-                emit(&mut segment, *w, &mut pieces, &mut alone);
-            }
-            (pieces, alone)
+            });
+            (segments, alone)
         })
         .collect();
-    let mut all: Pieces = FxHashMap::default();
     let mut alone = vec![0u64; n_tokens];
-    for (pieces, a) in parts {
-        if all.is_empty() {
-            all = pieces;
-        } else {
-            for (k, w) in pieces {
-                *all.entry(k).or_insert(0) += w;
-            }
-        }
+    let mut tables = Vec::with_capacity(parts.len());
+    for (segments, a) in parts {
         for (x, y) in alone.iter_mut().zip(a) {
             *x += y;
         }
+        tables.push(segments);
     }
-    (
-        all.into_iter().map(|((s, whole), w)| (s, w, whole)).collect(),
-        alone,
-    )
+    let segments = add_up(tables, |a, b| *a += b)
+        .into_iter()
+        .map(|((tokens, whole), count)| Segment { tokens, count, whole })
+        .collect();
+    CutCandidates { segments, alone }
 }
 
 #[cfg(test)]
@@ -259,7 +258,7 @@ mod tests {
                     }
                 })
                 .collect();
-            let runs: Vec<(Vec<u32>, FxHashMap<Box<[u32]>, u64>)> = (0..2)
+            let runs: Runs = (0..2)
                 .map(|_| {
                     let remap: Vec<u32> = (0..words as u32).map(|_| next(words as u64) as u32).collect();
                     let mut table: FxHashMap<Box<[u32]>, u64> = FxHashMap::default();
@@ -271,12 +270,11 @@ mod tests {
                 })
                 .collect();
             let threshold = next(6) + round % 3;
-            let candidates: Vec<(Box<[TokenId]>, u64)> =
-                supermerge_candidates(&runs, &token_of).into_iter().collect();
-            let sorted = |(mut p, a): (Vec<(Box<[TokenId]>, u64, bool)>, Vec<u64>)| {
-                p.sort();
-                (p, a)
+            let sorted = |mut c: CutCandidates| {
+                c.segments.sort();
+                c
             };
+            let candidates = supermerge_candidates(&runs, &token_of);
             assert_eq!(
                 sorted(cut(&candidates, threshold, 400)),
                 sorted(cut_runs(&runs, &token_of, threshold, 400)),

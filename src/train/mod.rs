@@ -1,619 +1,35 @@
-//! The merge loop shared by phase 1 (BPE on words) and phase 2 (supermerges on candidates),
-//! the same procedure as `reference/merging.py` (SPEC 2.3-2.6, 3.4):
+//! Training, stage by stage (paper Figure 1), as `reference/train.py`; [`train`] is the
+//! whole run, from a stream of documents to a model:
 //!
-//! * pair counts: a run of k equal tokens counts ⌊k/2⌋ (SPEC 2.3), see [`count_pairs`];
-//! * selection: the highest count, ties to the smallest (left bytes, right bytes): the order
-//!   of [`PairHeap`] (SPEC 2.4);
-//! * applying: left to right, non-overlapping, only in the sequences that hold the pair (a
-//!   pair -> sequences index), updating counts by difference.
-//!
-//! The heap is lazy.  Within one merge, a pair that does not contain the new token can only
-//! lose occurrences (its positions are untouched, and dropping the first token of a run of k
-//! equal tokens turns ⌊k/2⌋ into ⌊(k-1)/2⌋), so only pairs whose count *grew* get a new
-//! heap entry; an entry popped with a count above the live one is pushed back with the live
-//! count.  Every live pair thus always has an entry whose count is at least its own, and the
-//! first entry popped whose count is live is the SPEC's choice.
+//!   1. pre-tokenize and count (`count.rs`)
+//!   2. phase 1, the word model: BPE on the pretokens ([`bpe`], on the merge loop of [`merging`])
+//!   3. supermerge candidates ([`candidates`]), optionally the greedy n-gram split ([`ngram`])
+//!   4. phase 2: BoundlessBPE ([`boundless`]) or SuperBPE ([`superbpe`])
 
 pub mod boundless;
 pub mod bpe;
 pub mod candidates;
+pub mod merging;
 pub mod ngram;
 pub mod superbpe;
 
-use crate::error::Result;
+use std::time::Instant;
+
 use rayon::prelude::*;
-use rustc_hash::FxHashMap;
-use smallvec::SmallVec;
 
-pub type TokenId = u32;
-pub type Pair = (TokenId, TokenId);
-
-/// Token bytes by id, and the reverse map.  Byte tokens come first (SPEC 2.2).
-#[derive(Clone, Default)]
-pub struct Tokens {
-    bytes: Vec<Box<[u8]>>,
-    index: FxHashMap<Box<[u8]>, TokenId>,
-}
-
-/// The 243 bytes that can occur in UTF-8, in id order.
-pub fn byte_token_values() -> impl Iterator<Item = u8> {
-    (0x00..0xC0u8).chain(0xC2..0xF5u8)
-}
-
-/// Id of a byte's token in the base vocabulary (SPEC 2.2); `None` for bytes UTF-8 never uses.
-#[inline]
-pub fn byte_id(b: u8) -> Option<TokenId> {
-    match b {
-        0x00..=0xBF => Some(b as TokenId),
-        0xC2..=0xF4 => Some(b as TokenId - 2),
-        _ => None,
-    }
-}
-
-impl Tokens {
-    /// The base vocabulary of 243 byte tokens.
-    pub fn base() -> Tokens {
-        let mut t = Tokens::default();
-        for b in byte_token_values() {
-            t.add(&[b]);
-        }
-        t
-    }
-
-    pub fn from_vocab(vocab: &[Vec<u8>]) -> Tokens {
-        let mut t = Tokens::default();
-        for v in vocab {
-            t.add(v);
-        }
-        t
-    }
-
-    /// The id of `bytes`, adding it if new; `(id, added)`.
-    pub fn add(&mut self, bytes: &[u8]) -> (TokenId, bool) {
-        if let Some(&id) = self.index.get(bytes) {
-            return (id, false);
-        }
-        let id = self.bytes.len() as TokenId;
-        self.bytes.push(bytes.into());
-        self.index.insert(bytes.into(), id);
-        (id, true)
-    }
-
-    pub fn id(&self, bytes: &[u8]) -> Option<TokenId> {
-        self.index.get(bytes).copied()
-    }
-
-    #[inline]
-    pub fn bytes(&self, id: TokenId) -> &[u8] {
-        &self.bytes[id as usize]
-    }
-
-    pub fn len(&self) -> usize {
-        self.bytes.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.bytes.is_empty()
-    }
-
-    pub fn to_vec(&self) -> Vec<Vec<u8>> {
-        self.bytes.iter().map(|b| b.to_vec()).collect()
-    }
-}
-
-/// A merge as training records it, in token ids.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TrainMerge {
-    pub pair: Pair,
-    pub count: u64,
-    pub flag: bool,
-}
-
-/// Call `f` for every counted pair occurrence of a sequence (SPEC 2.3): a pair `(x, x)` equal
-/// to the previous counted pair is skipped, and resets "previous".
-#[inline]
-pub fn count_pairs(tokens: &[TokenId], mut f: impl FnMut(Pair)) {
-    let mut previous: Option<Pair> = None;
-    for w in tokens.windows(2) {
-        let pair = (w[0], w[1]);
-        if pair.0 == pair.1 && previous == Some(pair) {
-            previous = None;
-            continue;
-        }
-        f(pair);
-        previous = Some(pair);
-    }
-}
-
-/// Replace each non-overlapping occurrence of `pair` by `merged`, left to right, in place;
-/// returns whether anything changed.
-pub fn apply_merge(tokens: &mut Vec<TokenId>, pair: Pair, merged: TokenId) -> bool {
-    let n = tokens.len();
-    let (mut read, mut write) = (0, 0);
-    let mut changed = false;
-    while read < n {
-        if read + 1 < n && tokens[read] == pair.0 && tokens[read + 1] == pair.1 {
-            tokens[write] = merged;
-            read += 2;
-            changed = true;
-        } else {
-            tokens[write] = tokens[read];
-            read += 1;
-        }
-        write += 1;
-    }
-    tokens.truncate(write);
-    changed
-}
-
-/// The first 8 bytes of a token, big-endian and zero-padded: comparing two keys orders two
-/// tokens by bytes whenever the keys differ (a zero pad stands where the shorter token ended,
-/// and the shorter sorts first).  Equal keys fall back to comparing the bytes.
-#[inline]
-fn prefix_key(bytes: &[u8]) -> u64 {
-    let mut k = [0u8; 8];
-    let n = bytes.len().min(8);
-    k[..n].copy_from_slice(&bytes[..n]);
-    u64::from_be_bytes(k)
-}
-
-/// A heap entry: the count, the pair, and the prefix keys of its two tokens.
-#[derive(Clone, Copy)]
-struct Entry {
-    count: u64,
-    left_key: u64,
-    right_key: u64,
-    pair: Pair,
-}
-
-/// A max-heap of `(count, pair)` whose order is the SPEC tie-break: higher count first, then
-/// smaller (left bytes, right bytes).  Written by hand because the order needs the token
-/// table; prefix keys settle almost every comparison without touching the bytes.
-#[derive(Default)]
-pub struct PairHeap {
-    items: Vec<Entry>,
-}
-
-impl PairHeap {
-    #[inline]
-    fn before(tokens: &Tokens, a: &Entry, b: &Entry) -> bool {
-        if a.count != b.count {
-            return a.count > b.count;
-        }
-        if a.left_key != b.left_key {
-            return a.left_key < b.left_key;
-        }
-        if a.pair.0 != b.pair.0 {
-            let left = tokens.bytes(a.pair.0).cmp(tokens.bytes(b.pair.0));
-            if left != std::cmp::Ordering::Equal {
-                return left.is_lt();
-            }
-        }
-        if a.right_key != b.right_key {
-            return a.right_key < b.right_key;
-        }
-        a.pair.1 != b.pair.1 && tokens.bytes(a.pair.1) < tokens.bytes(b.pair.1)
-    }
-
-    #[inline]
-    fn entry(tokens: &Tokens, count: u64, pair: Pair) -> Entry {
-        Entry {
-            count,
-            left_key: prefix_key(tokens.bytes(pair.0)),
-            right_key: prefix_key(tokens.bytes(pair.1)),
-            pair,
-        }
-    }
-
-    /// Build a heap from unordered items in linear time.
-    pub fn from_vec(tokens: &Tokens, items: Vec<(u64, Pair)>) -> PairHeap {
-        let mut heap = PairHeap {
-            items: items
-                .into_iter()
-                .map(|(c, p)| Self::entry(tokens, c, p))
-                .collect(),
-        };
-        for i in (0..heap.items.len() / 2).rev() {
-            heap.sift_down(tokens, i);
-        }
-        heap
-    }
-
-    fn sift_down(&mut self, tokens: &Tokens, mut i: usize) {
-        let n = self.items.len();
-        loop {
-            let (l, r) = (2 * i + 1, 2 * i + 2);
-            let mut best = i;
-            if l < n && Self::before(tokens, &self.items[l], &self.items[best]) {
-                best = l;
-            }
-            if r < n && Self::before(tokens, &self.items[r], &self.items[best]) {
-                best = r;
-            }
-            if best == i {
-                break;
-            }
-            self.items.swap(i, best);
-            i = best;
-        }
-    }
-
-    pub fn push(&mut self, tokens: &Tokens, (count, pair): (u64, Pair)) {
-        self.items.push(Self::entry(tokens, count, pair));
-        let mut i = self.items.len() - 1;
-        while i > 0 {
-            let parent = (i - 1) / 2;
-            if !Self::before(tokens, &self.items[i], &self.items[parent]) {
-                break;
-            }
-            self.items.swap(i, parent);
-            i = parent;
-        }
-    }
-
-    pub fn peek(&self) -> Option<(u64, Pair)> {
-        self.items.first().map(|e| (e.count, e.pair))
-    }
-
-    pub fn pop(&mut self, tokens: &Tokens) -> Option<(u64, Pair)> {
-        let last = self.items.pop()?;
-        if self.items.is_empty() {
-            return Some((last.count, last.pair));
-        }
-        let top = std::mem::replace(&mut self.items[0], last);
-        self.sift_down(tokens, 0);
-        Some((top.count, top.pair))
-    }
-
-    pub fn len(&self) -> usize {
-        self.items.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.items.is_empty()
-    }
-}
-
-/// Weighted token sequences with live pair counts, a pair -> sequences index and the heap.
-///
-/// Two kinds of parallel work, on the current rayon pool, neither of which changes a result:
-/// the pair table is split into one shard per thread (a pair's shard comes from its hash), so
-/// the initial count builds the shards side by side; and a merge that touches many sequences
-/// splits them into contiguous groups whose tokens (disjoint parts of the arena) are rewritten
-/// in parallel, each group returning its count changes.
-pub struct MergeState {
-    /// all sequences back to back; merges only shorten them, in place
-    data: Vec<TokenId>,
-    /// start and current length of each sequence in `data`
-    spans: Vec<(usize, u32)>,
-    weights: Vec<u64>,
-    /// per sequence: is it a whole word or candidate (not a piece of one)?  Only a whole
-    /// sequence that becomes one token sets a merge's flag.
-    whole: Vec<bool>,
-    shards: Vec<FxHashMap<Pair, PairInfo>>,
-    heap: PairHeap,
-}
-
-/// A live pair: its count and the sequences that may hold it (stale entries are allowed;
-/// most pairs of phase 2 live in one sequence, so the list is inline up to 2 entries).
-#[derive(Default)]
-struct PairInfo {
-    count: u64,
-    seqs: SmallVec<[u32; 2]>,
-}
-
-impl PairInfo {
-    #[inline]
-    fn note(&mut self, index: u32) {
-        if self.seqs.last() != Some(&index) {
-            self.seqs.push(index);
-        }
-    }
-}
-
-/// Below this many sequences a merge is applied on one thread.
-const PARALLEL_MERGE: usize = 4096;
-
-#[inline]
-fn shard_of(p: Pair, shards: usize) -> usize {
-    if shards == 1 {
-        return 0;
-    }
-    let h = ((p.0 as u64) << 32 | p.1 as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    (h >> 40) as usize % shards
-}
-
-/// What rewriting one group of sequences changed.
-#[derive(Default)]
-struct GroupChanges {
-    delta: FxHashMap<Pair, i64>,
-    /// new pairs holding the merged token, with the sequence they are in
-    notes: Vec<(Pair, u32)>,
-    /// new lengths of the rewritten sequences
-    lengths: Vec<(u32, u32)>,
-    became_single: bool,
-}
-
-/// Apply `pair` -> `merged` to the sequences `indices` (sorted), whose tokens lie in `data`,
-/// a slice of the arena starting at arena offset `base`.
-///
-/// Pair counts change only near each occurrence: a run of equal tokens counts ⌊k/2⌋
-/// whatever surrounds it, and a pair of two different tokens always counts once.  So each
-/// occurrence at `i` gets a window from the start of the run holding `i - 1` to the end of the
-/// run holding `i + 2`: its edges are run boundaries with unchanged tokens, and recounting the
-/// window before and after the merge gives the exact change.  Long candidates in phase 2 then
-/// cost per occurrence, not per token.
-#[allow(clippy::too_many_arguments)]
-fn rewrite_group(
-    data: &mut [TokenId],
-    base: usize,
-    spans: &[(usize, u32)],
-    weights: &[u64],
-    whole: &[bool],
-    indices: &[u32],
-    pair: Pair,
-    merged: TokenId,
-) -> GroupChanges {
-    let mut out = GroupChanges::default();
-    let mut occurrences: Vec<usize> = Vec::new();
-    let mut windows: Vec<(usize, usize)> = Vec::new();
-    let mut new_seq: Vec<TokenId> = Vec::new();
-    for &index in indices {
-        let (start, len) = spans[index as usize];
-        let seq = &mut data[start - base..start - base + len as usize];
-        // 1. occurrences, left to right, non-overlapping
-        occurrences.clear();
-        let mut i = 0;
-        while i + 1 < seq.len() {
-            if seq[i] == pair.0 && seq[i + 1] == pair.1 {
-                occurrences.push(i);
-                i += 2;
-            } else {
-                i += 1;
-            }
-        }
-        if occurrences.is_empty() {
-            continue; // stale: the pair left this sequence earlier
-        }
-        let w = weights[index as usize] as i64;
-        // 2. windows around the occurrences, merged when they touch
-        windows.clear();
-        for &i in &occurrences {
-            let mut lo = i;
-            if i > 0 {
-                lo = i - 1;
-                while lo > 0 && seq[lo - 1] == seq[lo] {
-                    lo -= 1;
-                }
-            }
-            let mut hi = (i + 2).min(seq.len());
-            if hi < seq.len() {
-                hi += 1;
-                while hi < seq.len() && seq[hi] == seq[hi - 1] {
-                    hi += 1;
-                }
-            }
-            match windows.last_mut() {
-                Some(last) if lo <= last.1 => last.1 = last.1.max(hi),
-                _ => windows.push((lo, hi)),
-            }
-        }
-        // 3. the old windows' pairs go, the merged sequence is built
-        let delta = &mut out.delta;
-        for &(lo, hi) in &windows {
-            count_pairs(&seq[lo..hi], |p| *delta.entry(p).or_insert(0) -= w);
-        }
-        new_seq.clear();
-        let mut next = 0;
-        for &i in &occurrences {
-            new_seq.extend_from_slice(&seq[next..i]);
-            new_seq.push(merged);
-            next = i + 2;
-        }
-        new_seq.extend_from_slice(&seq[next..]);
-        // 4. the new windows' pairs come (positions shift by one per earlier occurrence)
-        let notes = &mut out.notes;
-        let mut before = 0; // occurrences left of the current window
-        for &(lo, hi) in &windows {
-            while before < occurrences.len() && occurrences[before] < lo {
-                before += 1;
-            }
-            let inside = occurrences[before..].iter().take_while(|&&i| i < hi).count();
-            let (nlo, nhi) = (lo - before, hi - before - inside);
-            count_pairs(&new_seq[nlo..nhi], |p| {
-                *delta.entry(p).or_insert(0) += w;
-                if p.0 == merged || p.1 == merged {
-                    notes.push((p, index));
-                }
-            });
-            before += inside;
-        }
-        seq[..new_seq.len()].copy_from_slice(&new_seq);
-        out.lengths.push((index, new_seq.len() as u32));
-        out.became_single |= new_seq.len() == 1 && whole[index as usize];
-    }
-    out
-}
-
-impl MergeState {
-    /// `seqs`: the sequences, each with its weight; all whole.
-    pub fn new<'s>(seqs: impl IntoIterator<Item = (&'s [TokenId], u64)>, tokens: &Tokens) -> MergeState {
-        Self::with_pieces(seqs.into_iter().map(|(s, w)| (s, w, true)), tokens)
-    }
-
-    /// `seqs`: the sequences, each with its weight and whether it is whole (see `whole`).
-    pub fn with_pieces<'s>(
-        seqs: impl IntoIterator<Item = (&'s [TokenId], u64, bool)>,
-        tokens: &Tokens,
-    ) -> MergeState {
-        let mut data = Vec::new();
-        let mut spans = Vec::new();
-        let mut weights = Vec::new();
-        let mut whole = Vec::new();
-        for (seq, w, is_whole) in seqs {
-            spans.push((data.len(), seq.len() as u32));
-            data.extend_from_slice(seq);
-            weights.push(w);
-            whole.push(is_whole);
-        }
-        let n_shards = rayon::current_num_threads().max(1);
-        let shards: Vec<FxHashMap<Pair, PairInfo>> = (0..n_shards)
-            .into_par_iter()
-            .map(|k| {
-                let mut map: FxHashMap<Pair, PairInfo> = FxHashMap::default();
-                for (i, (&(start, len), &w)) in spans.iter().zip(&weights).enumerate() {
-                    count_pairs(&data[start..start + len as usize], |p| {
-                        if shard_of(p, n_shards) == k {
-                            let info = map.entry(p).or_default();
-                            info.count += w;
-                            info.note(i as u32);
-                        }
-                    });
-                }
-                map
-            })
-            .collect();
-        let initial: Vec<(u64, Pair)> = shards
-            .iter()
-            .flat_map(|m| m.iter().map(|(&p, info)| (info.count, p)))
-            .collect();
-        let heap = PairHeap::from_vec(tokens, initial);
-        MergeState {
-            data,
-            spans,
-            weights,
-            whole,
-            shards,
-            heap,
-        }
-    }
-
-    #[inline]
-    fn info(&self, p: &Pair) -> Option<&PairInfo> {
-        self.shards[shard_of(*p, self.shards.len())].get(p)
-    }
-
-    #[inline]
-    fn info_mut(&mut self, p: Pair) -> &mut PairInfo {
-        let n = self.shards.len();
-        self.shards[shard_of(p, n)].entry(p).or_default()
-    }
-
-    /// The pair to merge next and its count, or `None` when no pair is left.
-    pub fn best(&mut self, tokens: &Tokens) -> Option<(Pair, u64)> {
-        while let Some((count, pair)) = self.heap.peek() {
-            match self.info(&pair).map(|info| info.count) {
-                Some(live) if live == count => return Some((pair, count)),
-                Some(live) => {
-                    // the count went down since this entry was pushed: push the live count
-                    self.heap.pop(tokens);
-                    self.heap.push(tokens, (live, pair));
-                }
-                None => {
-                    self.heap.pop(tokens);
-                }
-            }
-        }
-        None
-    }
-
-    /// Apply `pair` (its result has id `merged`) everywhere; see [`rewrite_group`].  Returns
-    /// whether some sequence became a single token (the merge's flag).
-    pub fn merge(&mut self, pair: Pair, merged: TokenId, tokens: &Tokens) -> bool {
-        // the pair's count stays until its delta takes it to zero
-        let mut indices: Vec<u32> = std::mem::take(&mut self.info_mut(pair).seqs).into_vec();
-        indices.sort_unstable();
-        indices.dedup();
-        let groups = if indices.len() >= PARALLEL_MERGE {
-            rayon::current_num_threads()
-        } else {
-            1
-        };
-        let changes: Vec<GroupChanges> = if groups <= 1 {
-            vec![rewrite_group(
-                &mut self.data,
-                0,
-                &self.spans,
-                &self.weights,
-                &self.whole,
-                &indices,
-                pair,
-                merged,
-            )]
-        } else {
-            // contiguous groups of sequences own disjoint, increasing parts of the arena
-            let per = indices.len().div_ceil(groups);
-            let mut parts: Vec<(&mut [TokenId], usize, &[u32])> = Vec::with_capacity(groups);
-            let mut rest: &mut [TokenId] = &mut self.data;
-            let mut rest_base = 0;
-            for chunk in indices.chunks(per) {
-                let (first, _) = self.spans[chunk[0] as usize];
-                let (last, len) = self.spans[*chunk.last().unwrap() as usize];
-                let (_, tail) = std::mem::take(&mut rest).split_at_mut(first - rest_base);
-                let (mine, tail) = tail.split_at_mut(last + len as usize - first);
-                parts.push((mine, first, chunk));
-                rest = tail;
-                rest_base = last + len as usize;
-            }
-            let (spans, weights, whole) = (&self.spans, &self.weights, &self.whole);
-            parts
-                .into_par_iter()
-                .map(|(data, base, chunk)| {
-                    rewrite_group(data, base, spans, weights, whole, chunk, pair, merged)
-                })
-                .collect()
-        };
-        let mut became_single = false;
-        let mut delta: FxHashMap<Pair, i64> = FxHashMap::default();
-        for c in changes {
-            became_single |= c.became_single;
-            for (index, len) in c.lengths {
-                self.spans[index as usize].1 = len;
-            }
-            for (p, index) in c.notes {
-                self.info_mut(p).note(index);
-            }
-            if delta.is_empty() {
-                delta = c.delta;
-            } else {
-                for (p, d) in c.delta {
-                    *delta.entry(p).or_insert(0) += d;
-                }
-            }
-        }
-        // (the heap's order is total, so the order of these updates does not matter)
-        let n = self.shards.len();
-        for (p, d) in delta {
-            if d == 0 {
-                continue;
-            }
-            let shard = &mut self.shards[shard_of(p, n)];
-            let info = shard.entry(p).or_default();
-            let live = info.count as i64 + d;
-            debug_assert!(live >= 0, "pair count below zero");
-            if live <= 0 {
-                shard.remove(&p);
-            } else {
-                info.count = live as u64;
-                if d > 0 {
-                    self.heap.push(tokens, (live as u64, p));
-                }
-            }
-        }
-        became_single
-    }
-
-    /// How often each token id occurs in the sequences, weighted (SPEC 8 `count`).
-    pub fn token_counts(&self, n_tokens: usize) -> Vec<u64> {
-        let mut counts = vec![0u64; n_tokens];
-        for (&(start, len), &w) in self.spans.iter().zip(&self.weights) {
-            for &t in &self.data[start..start + len as usize] {
-                counts[t as usize] += w;
-            }
-        }
-        counts
-    }
-}
+use crate::count::{count_documents, Counts};
+use crate::encode::Encoder;
+use crate::error::{Error, Result};
+use crate::input::Documents;
+use crate::model::{Kind, Merge, Model, Settings};
+use crate::pretokenize::{Pretokenizer, MERGE_PATTERN};
+use crate::tokens::{TokenId, Vocab};
+use boundless::{train_boundless, Boundless};
+use bpe::{train_words, WordModel};
+use candidates::{cut, cut_runs, supermerge_candidates, Candidates, CutCandidates};
+use merging::TrainMerge;
+use ngram::{frequent_ngrams, greedy_split, MAX_NGRAM, MIN_COUNT_FLOOR};
+use superbpe::train_superbpe;
 
 /// Progress and interruption: called between units of work.  `Err` stops the work (Ctrl-C).
 pub trait Control: Sync {
@@ -629,49 +45,237 @@ impl Control for Silent {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Algorithm {
+    Bpe,
+    Boundless,
+    /// SuperBPE with this many supermerges
+    SuperBpe(usize),
+}
 
-    fn ids(s: &[u8]) -> Vec<TokenId> {
-        s.iter().map(|&b| byte_id(b).unwrap()).collect()
+/// What to train: the arguments of `superword.train` after checking.
+pub struct Config {
+    pub vocab_size: usize,
+    pub algorithm: Algorithm,
+    /// the settings the model file records
+    pub settings: Settings,
+    pub pretokenizer: Pretokenizer,
+    pub greedy_split: bool,
+}
+
+impl Config {
+    /// `algorithm` is "bpe", "boundless" or "superbpe" (which needs `supermerges`);
+    /// `script_pattern` and `scripts` as for [`Pretokenizer::new`].
+    pub fn new(
+        vocab_size: usize,
+        algorithm: &str,
+        supermerges: Option<usize>,
+        pattern: &str,
+        script_pattern: Option<&str>,
+        scripts: Option<&[String]>,
+        greedy_split: bool,
+    ) -> Result<Config> {
+        let algorithm = match (algorithm, supermerges) {
+            ("bpe", _) => Algorithm::Bpe,
+            ("boundless", _) => Algorithm::Boundless,
+            ("superbpe", Some(n)) => Algorithm::SuperBpe(n),
+            _ => return Err(Error::Value(format!("unknown algorithm {algorithm:?}"))),
+        };
+        let pretokenizer = Pretokenizer::new(pattern, script_pattern, scripts)?;
+        let settings = Settings {
+            main_regex: pattern.to_string(),
+            script_specific_regex: script_pattern.map(str::to_string),
+            script_specific_scripts: pretokenizer.scripts.clone(),
+            merge_pattern: MERGE_PATTERN.to_string(),
+            tau: 1.1,
+            blowup: false,
+        };
+        Ok(Config {
+            vocab_size,
+            algorithm,
+            settings,
+            pretokenizer,
+            greedy_split,
+        })
+    }
+}
+
+/// Seconds spent in each stage, in order (the paper's Table 1 breakdown).
+pub type Stats = Vec<(&'static str, f64)>;
+
+fn to_bytes(vocab: &Vocab, merges: &[TrainMerge]) -> Vec<Merge> {
+    merges
+        .iter()
+        .map(|m| Merge {
+            left: vocab.bytes(m.pair.0).to_vec(),
+            right: vocab.bytes(m.pair.1).to_vec(),
+            count: m.count,
+            flag: m.flag,
+        })
+        .collect()
+}
+
+fn word_model(settings: &Settings, w: &WordModel) -> Model {
+    Model {
+        kind: Kind::Word,
+        settings: settings.clone(),
+        vocab: w.vocab.to_vec(),
+        counts: w.counts.clone(),
+        is_super: vec![false; w.vocab.len()],
+        merges: to_bytes(&w.vocab, &w.merges),
+        supermerges: Vec::new(),
+        special_tokens: Vec::new(),
+        ngrams: None,
+    }
+}
+
+/// The BoundlessBPE model from phase 2's result.
+fn boundless_model(
+    config: &Config,
+    word_model: &Model,
+    b: Boundless,
+    ngrams: Option<Vec<Vec<Vec<u8>>>>,
+) -> Model {
+    let counts = b
+        .vocab
+        .iter()
+        .map(|t| b.phase2_vocab.id(t).map_or(0, |i| b.counts[i as usize]))
+        .collect();
+    Model {
+        kind: Kind::Boundless,
+        settings: config.settings.clone(),
+        vocab: b.vocab,
+        counts,
+        is_super: b.is_super,
+        merges: word_model.merges[..b.used].to_vec(),
+        supermerges: to_bytes(&b.phase2_vocab, &b.supermerges),
+        special_tokens: Vec::new(),
+        ngrams,
+    }
+}
+
+/// The whole training run: stage 1 reads `documents` on the calling thread (so that a Python
+/// iterator is read, and Ctrl-C seen, on Python's thread); all parallel work runs on `pool`.
+/// `stats` receives the seconds spent in each stage.
+pub fn train(
+    documents: &mut dyn Documents,
+    config: &Config,
+    pool: &rayon::ThreadPool,
+    control: &dyn Control,
+    stats: &mut Stats,
+) -> Result<Model> {
+    // 1. pre-tokenize and count pretokens (and letter runs, for phase 2)
+    let clock = Instant::now();
+    let with_runs = config.algorithm != Algorithm::Bpe;
+    let counts = count_documents(documents, &config.pretokenizer, with_runs, pool, control)?;
+    stats.push(("pretokenize_count", clock.elapsed().as_secs_f64()));
+    pool.install(|| train_counted(counts, config, control, stats))
+}
+
+/// Stages 2 to 4, on the current rayon pool.
+fn train_counted(counts: Counts, config: &Config, control: &dyn Control, stats: &mut Stats) -> Result<Model> {
+    let (words, runs) = (counts.words, counts.runs);
+    if words.iter().all(|(w, c)| w.is_empty() || *c == 0) {
+        return Err(Error::Value(
+            "the corpus is empty: no document contains any text".into(),
+        ));
     }
 
-    #[test]
-    fn pair_counting_rule() {
-        let mut c = FxHashMap::default();
-        count_pairs(&ids(b"aaaaa"), |p| *c.entry(p).or_insert(0) += 1);
-        assert_eq!(c.len(), 1);
-        assert_eq!(c[&(97, 97)], 2);
+    // 2. phase 1: BPE on the aggregated pretokens
+    let clock = Instant::now();
+    let phase1_size = match config.algorithm {
+        Algorithm::SuperBpe(n) => config.vocab_size - n,
+        _ => config.vocab_size,
+    };
+    let word = train_words(&words, phase1_size, control)?;
+    let word_model = word_model(&config.settings, &word);
+    stats.push(("phase1", clock.elapsed().as_secs_f64()));
+    if config.algorithm == Algorithm::Bpe {
+        return Ok(word_model);
     }
 
-    #[test]
-    fn merge_is_left_to_right_non_overlapping() {
-        let mut t = ids(b"aaa");
-        assert!(apply_merge(&mut t, (97, 97), 300));
-        assert_eq!(t, vec![300, 97]);
-    }
-
-    #[test]
-    fn ties_break_by_bytes() {
-        // after (z,z) and (a,a), (aa,q) and (zz,q) tie at 2; b"aa" < b"zz"
-        let mut tokens = Tokens::base();
-        let words: Vec<(&[u8], u64)> = vec![(b"zz", 5), (b"aa", 4), (b"zzq", 2), (b"aaq", 2)];
-        let seqs: Vec<(Vec<TokenId>, u64)> = words.iter().map(|w| (ids(w.0), w.1)).collect();
-        let mut state = MergeState::new(seqs.iter().map(|(s, w)| (s.as_slice(), *w)), &tokens);
-        let mut chosen = Vec::new();
-        while let Some((pair, count)) = state.best(&tokens) {
-            let merged: Vec<u8> = [tokens.bytes(pair.0), tokens.bytes(pair.1)].concat();
-            let (id, _) = tokens.add(&merged);
-            state.merge(pair, id, &tokens);
-            chosen.push((String::from_utf8(merged).unwrap(), count));
+    // 3. supermerge candidates: letter runs cut at pretokens that are not single tokens
+    let clock = Instant::now();
+    let encoder = Encoder::new(&word_model, false)?;
+    let token_of: Vec<Option<TokenId>> = words
+        .par_iter()
+        .map(|(w, _)| encoder.single_token(w.as_bytes()))
+        .collect();
+    drop(words);
+    // phase 2 of BoundlessBPE cuts the candidates at pairs that count no more than the last
+    // regular merge (see boundless.rs); without the greedy split, straight from the runs
+    let threshold = word.merges.last().map(|m| m.count);
+    let n_tokens = word.vocab.len();
+    let mut ngrams = None;
+    // (progress reports the number of candidates, or of segments when cut from the runs)
+    let (candidates, reported) = match (config.algorithm, threshold) {
+        (Algorithm::Boundless, Some(t)) if !config.greedy_split => {
+            let cut = cut_runs(&runs, &token_of, t, n_tokens);
+            let n = cut.segments.len();
+            (Stage3::Cut(cut), n)
         }
-        let expect: Vec<(String, u64)> = vec![
-            ("zz".into(), 7),
-            ("aa".into(), 6),
-            ("aaq".into(), 2),
-            ("zzq".into(), 2),
-        ];
-        assert_eq!(chosen, expect);
-    }
+        _ => {
+            let mut candidates = supermerge_candidates(&runs, &token_of);
+            if config.greedy_split {
+                let min_count = threshold.unwrap_or(0).max(MIN_COUNT_FLOOR);
+                let table: rustc_hash::FxHashSet<Box<[TokenId]>> =
+                    frequent_ngrams(&candidates, min_count, MAX_NGRAM)
+                        .into_keys()
+                        .collect();
+                candidates = greedy_split(candidates, &table);
+                let mut rendered: Vec<Vec<Vec<u8>>> = table
+                    .iter()
+                    .map(|g| g.iter().map(|&t| word.vocab.bytes(t).to_vec()).collect())
+                    .collect();
+                rendered.sort();
+                ngrams = Some(rendered);
+            }
+            let n = candidates.len();
+            let stage3 = match (config.algorithm, threshold) {
+                (Algorithm::Boundless, Some(t)) => Stage3::Cut(cut(&candidates, t, n_tokens)),
+                (Algorithm::Boundless, None) => Stage3::Cut(CutCandidates::uncut(candidates)),
+                _ => Stage3::Whole(candidates),
+            };
+            (stage3, n)
+        }
+    };
+    drop(runs);
+    control.progress("candidates", reported as u64, reported as u64)?;
+    stats.push(("candidates", clock.elapsed().as_secs_f64()));
+
+    // 4. phase 2
+    let clock = Instant::now();
+    let model = match (config.algorithm, candidates) {
+        (Algorithm::Boundless, Stage3::Cut(candidates)) => {
+            let b = train_boundless(&word, candidates, control)?;
+            boundless_model(config, &word_model, b, ngrams)
+        }
+        (Algorithm::SuperBpe(n), Stage3::Whole(candidates)) => {
+            // cutting at half the last regular merge's count is a guess that rarely needs
+            // the exact fallback (any threshold gives the same model)
+            let threshold = threshold.map_or(0, |t| t / 2);
+            let s = train_superbpe(&word.vocab, candidates, n, threshold, control)?;
+            Model {
+                kind: Kind::SuperBpe,
+                settings: config.settings.clone(),
+                vocab: s.vocab.to_vec(),
+                counts: s.counts.clone(),
+                is_super: (0..s.vocab.len()).map(|i| i >= word.vocab.len()).collect(),
+                merges: word_model.merges.clone(),
+                supermerges: to_bytes(&s.vocab, &s.supermerges),
+                special_tokens: Vec::new(),
+                ngrams,
+            }
+        }
+        _ => unreachable!("stage 3 makes the candidates phase 2 needs"),
+    };
+    stats.push(("phase2", clock.elapsed().as_secs_f64()));
+    Ok(model)
+}
+
+/// Stage 3's result: candidates cut for BoundlessBPE, or whole for SuperBPE (which cuts them
+/// itself, with a fallback).
+enum Stage3 {
+    Cut(CutCandidates),
+    Whole(Candidates),
 }

@@ -3,7 +3,7 @@
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::TokenId;
+use crate::tokens::TokenId;
 
 pub const MIN_COUNT_FLOOR: u64 = 15;
 pub const MAX_NGRAM: usize = 30;

@@ -7,69 +7,69 @@
 //! supermerges when the best count has fallen to `t`, the uncut candidates are restored, the
 //! supermerges so far replayed on them, and training goes on exactly.
 
-use super::candidates::cut;
-use super::{Control, MergeState, TokenId, Tokens, TrainMerge};
+use super::candidates::{cut, Candidates, CutCandidates};
+use super::merging::{MergeState, TrainMerge};
+use super::Control;
 use crate::error::Result;
+use crate::tokens::{TokenId, Vocab};
 
 pub struct SuperBpe {
     pub supermerges: Vec<TrainMerge>,
     /// word tokens, then superword tokens
-    pub tokens: Tokens,
+    pub vocab: Vocab,
     pub counts: Vec<u64>,
 }
 
 /// `threshold`: where to cut the candidates (0: do not cut).  Any value gives the same model.
 pub fn train_superbpe(
-    word_tokens: &Tokens,
-    candidates: Vec<(Box<[TokenId]>, u64)>,
+    word_vocab: &Vocab,
+    candidates: Candidates,
     n: usize,
     threshold: u64,
     control: &dyn Control,
 ) -> Result<SuperBpe> {
-    let mut tokens = word_tokens.clone();
-    let uncut = |tokens: &Tokens| MergeState::new(candidates.iter().map(|(s, w)| (&s[..], *w)), tokens);
+    let mut vocab = word_vocab.clone();
+    let uncut = |vocab: &Vocab| MergeState::new(candidates.iter().map(|(s, w)| (&s[..], *w)), vocab);
     let (mut state, mut alone) = if threshold > 0 {
-        let (pieces, alone) = cut(&candidates, threshold, tokens.len());
+        let CutCandidates { segments, alone } = cut(&candidates, threshold, vocab.len());
         (
-            MergeState::with_pieces(pieces.iter().map(|(s, w, whole)| (&s[..], *w, *whole)), &tokens),
+            MergeState::with_wholeness(segments.iter().map(|s| (&s.tokens[..], s.count, s.whole)), &vocab),
             alone,
         )
     } else {
-        (uncut(&tokens), Vec::new())
+        (uncut(&vocab), Vec::new())
     };
     let mut is_cut = threshold > 0;
     let mut supermerges: Vec<TrainMerge> = Vec::new();
     let mut merged_ids: Vec<TokenId> = Vec::new();
-    while tokens.len() - word_tokens.len() < n {
-        let best = state.best(&tokens);
+    while vocab.len() - word_vocab.len() < n {
+        let best = state.best(&vocab);
         if is_cut && best.is_none_or(|(_, count)| count <= threshold) {
             // pairs that were cut away may matter now: continue on the uncut candidates
-            state = uncut(&tokens);
+            state = uncut(&vocab);
             for (m, &id) in supermerges.iter().zip(&merged_ids) {
-                state.merge(m.pair, id, &tokens);
+                state.merge(m.pair, id, &vocab);
             }
             alone.clear();
             is_cut = false;
             continue;
         }
         let Some((pair, count)) = best else { break };
-        let merged: Vec<u8> = [tokens.bytes(pair.0), tokens.bytes(pair.1)].concat();
-        let (id, _) = tokens.add(&merged);
-        let flag = state.merge(pair, id, &tokens);
-        supermerges.push(TrainMerge { pair, count, flag });
+        let (merge, id) = state.merge_pair(&mut vocab, pair, count);
+        supermerges.push(merge);
         merged_ids.push(id);
         if supermerges.len() % 256 == 0 {
-            control.progress("phase2", (tokens.len() - word_tokens.len()) as u64, n as u64)?;
+            control.progress("phase2", (vocab.len() - word_vocab.len()) as u64, n as u64)?;
         }
     }
-    control.progress("phase2", (tokens.len() - word_tokens.len()) as u64, n as u64)?;
-    let mut counts = state.token_counts(tokens.len());
+    control.progress("phase2", (vocab.len() - word_vocab.len()) as u64, n as u64)?;
+    let mut counts = state.token_counts(vocab.len());
     for (t, w) in alone.into_iter().enumerate() {
         counts[t] += w;
     }
     Ok(SuperBpe {
         supermerges,
-        tokens,
+        vocab,
         counts,
     })
 }
@@ -85,21 +85,21 @@ mod tests {
         let mut rng = crate::XorShift(0x2545_F491_4F6C_DD1Du64);
         let mut next = |n: u64| rng.below(n);
         for round in 0..200 {
-            let tokens = Tokens::base();
-            let letters: Vec<TokenId> = (b'a'..=b'h').map(|b| tokens.id(&[b]).unwrap()).collect();
+            let vocab = Vocab::base();
+            let letters: Vec<TokenId> = (b'a'..=b'h').map(|b| vocab.id(&[b]).unwrap()).collect();
             let mut candidates: FxHashMap<Box<[TokenId]>, u64> = FxHashMap::default();
             for _ in 0..next(50) + 1 {
                 let len = 2 + next(6) as usize;
                 let seq: Box<[TokenId]> = (0..len).map(|_| letters[next(3 + round % 6) as usize]).collect();
                 *candidates.entry(seq).or_insert(0) += 1 + next(12);
             }
-            let candidates: Vec<(Box<[TokenId]>, u64)> = candidates.into_iter().collect();
+            let candidates: Candidates = candidates.into_iter().collect();
             let n = 1 + next(15) as usize;
-            let exact = train_superbpe(&tokens, candidates.clone(), n, 0, &Silent).unwrap();
+            let exact = train_superbpe(&vocab, candidates.clone(), n, 0, &Silent).unwrap();
             for t in [1, 3, 8, 1000] {
-                let cut = train_superbpe(&tokens, candidates.clone(), n, t, &Silent).unwrap();
+                let cut = train_superbpe(&vocab, candidates.clone(), n, t, &Silent).unwrap();
                 assert_eq!(cut.supermerges, exact.supermerges, "round {round}, threshold {t}");
-                assert_eq!(cut.tokens.to_vec(), exact.tokens.to_vec());
+                assert_eq!(cut.vocab.to_vec(), exact.vocab.to_vec());
                 assert_eq!(cut.counts, exact.counts);
             }
         }

@@ -8,6 +8,17 @@ interleaves superword tokens with regular ones in the vocabulary.
 A word model with PickyBPE deletions (SPEC 9) is replayed with its deletions: each deletion
 that follows a replayed merge in the shared index order is replayed at once (the token leaves
 the vocabulary, later ids shift down) and becomes part of the prefix; phase 2 makes none.
+
+Cutting the candidates (what the Rust core does first, and why this reference need not).  A
+supermerge wins only with a count above the next regular merge's, and no regular merge counts
+less than the last one, T (without deletions).  Where two different neighbouring tokens A, B meet with a pair count
+of at most T over all candidates, any pair that would ever straddle that spot (a token ending
+in A, one starting with B) occurs at most as often as A B, so it can never win while regular
+merges remain, and they remain until the vocabulary is full (the target is the word model's
+size).  The core therefore cuts the candidates at such spots into shorter, shared segments,
+remembering which segment is a whole candidate (for the merge flag) and counting one-token
+segments for SPEC 8 ``count``; the result is the same, which the golden and parity tests check.
+Here the candidates stay whole: the same choices, only slower.
 """
 from __future__ import annotations
 

@@ -1,0 +1,588 @@
+//! The merge loop shared by phase 1 (BPE on words) and phase 2 (supermerges on candidates),
+//! the same procedure as `reference/merging.py` (SPEC 2.3-2.6, 3.4):
+//!
+//! * pair counts: a repeat of k equal tokens counts ⌊k/2⌋ (SPEC 2.3), see [`count_pairs`];
+//! * selection: the highest count, ties to the smallest (left bytes, right bytes): the order
+//!   of [`PairHeap`] (SPEC 2.4);
+//! * applying: left to right, non-overlapping, only in the sequences that hold the pair (a
+//!   pair -> sequences index), updating counts by difference.
+//!
+//! The heap is lazy.  Within one merge, a pair that does not contain the new token can only
+//! lose occurrences (its positions are untouched, and dropping the first token of a repeat of k
+//! equal tokens turns ⌊k/2⌋ into ⌊(k-1)/2⌋), so only pairs whose count *grew* get a new
+//! heap entry; an entry popped with a count above the live one is pushed back with the live
+//! count.  Every live pair thus always has an entry whose count is at least its own, and the
+//! first entry popped whose count is live is the SPEC's choice.
+
+use rayon::prelude::*;
+use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
+
+use crate::tokens::{Pair, TokenId, Vocab};
+
+/// A merge as training records it, in token ids.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TrainMerge {
+    pub pair: Pair,
+    pub count: u64,
+    pub flag: bool,
+}
+
+/// Call `f` for every counted pair occurrence of a sequence (SPEC 2.3): a pair `(x, x)` equal
+/// to the previous counted pair is skipped, and resets "previous".
+#[inline]
+pub fn count_pairs(tokens: &[TokenId], mut f: impl FnMut(Pair)) {
+    let mut previous: Option<Pair> = None;
+    for w in tokens.windows(2) {
+        let pair = (w[0], w[1]);
+        if pair.0 == pair.1 && previous == Some(pair) {
+            previous = None;
+            continue;
+        }
+        f(pair);
+        previous = Some(pair);
+    }
+}
+
+/// Replace each non-overlapping occurrence of `pair` by `merged`, left to right, in place;
+/// returns whether anything changed.
+pub fn apply_merge(tokens: &mut Vec<TokenId>, pair: Pair, merged: TokenId) -> bool {
+    let n = tokens.len();
+    let (mut read, mut write) = (0, 0);
+    let mut changed = false;
+    while read < n {
+        if read + 1 < n && tokens[read] == pair.0 && tokens[read + 1] == pair.1 {
+            tokens[write] = merged;
+            read += 2;
+            changed = true;
+        } else {
+            tokens[write] = tokens[read];
+            read += 1;
+        }
+        write += 1;
+    }
+    tokens.truncate(write);
+    changed
+}
+
+/// The first 8 bytes of a token, big-endian and zero-padded: comparing two keys orders two
+/// tokens by bytes whenever the keys differ (a zero pad stands where the shorter token ended,
+/// and the shorter sorts first).  Equal keys fall back to comparing the bytes.
+#[inline]
+fn prefix_key(bytes: &[u8]) -> u64 {
+    let mut k = [0u8; 8];
+    let n = bytes.len().min(8);
+    k[..n].copy_from_slice(&bytes[..n]);
+    u64::from_be_bytes(k)
+}
+
+/// A heap entry: the count, the pair, and the prefix keys of its two tokens.
+#[derive(Clone, Copy)]
+struct Entry {
+    count: u64,
+    left_key: u64,
+    right_key: u64,
+    pair: Pair,
+}
+
+/// A max-heap of `(count, pair)` whose order is the SPEC tie-break: higher count first, then
+/// smaller (left bytes, right bytes).  Written by hand because the order needs the token
+/// table; prefix keys settle almost every comparison without touching the bytes.
+#[derive(Default)]
+pub struct PairHeap {
+    items: Vec<Entry>,
+}
+
+impl PairHeap {
+    #[inline]
+    fn before(vocab: &Vocab, a: &Entry, b: &Entry) -> bool {
+        if a.count != b.count {
+            return a.count > b.count;
+        }
+        if a.left_key != b.left_key {
+            return a.left_key < b.left_key;
+        }
+        if a.pair.0 != b.pair.0 {
+            let left = vocab.bytes(a.pair.0).cmp(vocab.bytes(b.pair.0));
+            if left != std::cmp::Ordering::Equal {
+                return left.is_lt();
+            }
+        }
+        if a.right_key != b.right_key {
+            return a.right_key < b.right_key;
+        }
+        a.pair.1 != b.pair.1 && vocab.bytes(a.pair.1) < vocab.bytes(b.pair.1)
+    }
+
+    #[inline]
+    fn entry(vocab: &Vocab, count: u64, pair: Pair) -> Entry {
+        Entry {
+            count,
+            left_key: prefix_key(vocab.bytes(pair.0)),
+            right_key: prefix_key(vocab.bytes(pair.1)),
+            pair,
+        }
+    }
+
+    /// Build a heap from unordered items in linear time.
+    pub fn from_vec(vocab: &Vocab, items: Vec<(u64, Pair)>) -> PairHeap {
+        let mut heap = PairHeap {
+            items: items.into_iter().map(|(c, p)| Self::entry(vocab, c, p)).collect(),
+        };
+        for i in (0..heap.items.len() / 2).rev() {
+            heap.sift_down(vocab, i);
+        }
+        heap
+    }
+
+    fn sift_down(&mut self, vocab: &Vocab, mut i: usize) {
+        let n = self.items.len();
+        loop {
+            let (l, r) = (2 * i + 1, 2 * i + 2);
+            let mut best = i;
+            if l < n && Self::before(vocab, &self.items[l], &self.items[best]) {
+                best = l;
+            }
+            if r < n && Self::before(vocab, &self.items[r], &self.items[best]) {
+                best = r;
+            }
+            if best == i {
+                break;
+            }
+            self.items.swap(i, best);
+            i = best;
+        }
+    }
+
+    pub fn push(&mut self, vocab: &Vocab, (count, pair): (u64, Pair)) {
+        self.items.push(Self::entry(vocab, count, pair));
+        let mut i = self.items.len() - 1;
+        while i > 0 {
+            let parent = (i - 1) / 2;
+            if !Self::before(vocab, &self.items[i], &self.items[parent]) {
+                break;
+            }
+            self.items.swap(i, parent);
+            i = parent;
+        }
+    }
+
+    pub fn peek(&self) -> Option<(u64, Pair)> {
+        self.items.first().map(|e| (e.count, e.pair))
+    }
+
+    pub fn pop(&mut self, vocab: &Vocab) -> Option<(u64, Pair)> {
+        let last = self.items.pop()?;
+        if self.items.is_empty() {
+            return Some((last.count, last.pair));
+        }
+        let top = std::mem::replace(&mut self.items[0], last);
+        self.sift_down(vocab, 0);
+        Some((top.count, top.pair))
+    }
+
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+}
+
+/// Weighted token sequences with live pair counts, a pair -> sequences index and the heap.
+///
+/// Two kinds of parallel work, on the current rayon pool, neither of which changes a result:
+/// the pair table is split into one shard per thread (a pair's shard comes from its hash), so
+/// the initial count builds the shards side by side; and a merge that touches many sequences
+/// splits them into contiguous groups whose tokens (disjoint parts of the arena) are rewritten
+/// in parallel, each group returning its count changes.
+pub struct MergeState {
+    /// all sequences back to back; merges only shorten them, in place
+    data: Vec<TokenId>,
+    /// start and current length of each sequence in `data`
+    spans: Vec<(usize, u32)>,
+    weights: Vec<u64>,
+    /// per sequence: is it a whole word or candidate (not a segment of one)?  Only a whole
+    /// sequence that becomes one token sets a merge's flag.
+    whole: Vec<bool>,
+    shards: Vec<FxHashMap<Pair, PairInfo>>,
+    heap: PairHeap,
+}
+
+/// A live pair: its count and the sequences that may hold it (stale entries are allowed;
+/// most pairs of phase 2 live in one sequence, so the list is inline up to 2 entries).
+#[derive(Default)]
+struct PairInfo {
+    count: u64,
+    seqs: SmallVec<[u32; 2]>,
+}
+
+impl PairInfo {
+    #[inline]
+    fn note(&mut self, index: u32) {
+        if self.seqs.last() != Some(&index) {
+            self.seqs.push(index);
+        }
+    }
+}
+
+/// Below this many sequences a merge is applied on one thread.
+const PARALLEL_MERGE: usize = 4096;
+
+#[inline]
+fn shard_of(p: Pair, shards: usize) -> usize {
+    if shards == 1 {
+        return 0;
+    }
+    let h = ((p.0 as u64) << 32 | p.1 as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    (h >> 40) as usize % shards
+}
+
+/// What rewriting one group of sequences changed.
+#[derive(Default)]
+struct GroupChanges {
+    delta: FxHashMap<Pair, i64>,
+    /// new pairs holding the merged token, with the sequence they are in
+    notes: Vec<(Pair, u32)>,
+    /// new lengths of the rewritten sequences
+    lengths: Vec<(u32, u32)>,
+    became_single: bool,
+}
+
+/// Apply `pair` -> `merged` to the sequences `indices` (sorted), whose tokens lie in `data`,
+/// a slice of the arena starting at arena offset `base`.
+///
+/// Pair counts change only near each occurrence: a repeat of k equal tokens counts ⌊k/2⌋
+/// whatever surrounds it, and a pair of two different tokens always counts once.  So each
+/// occurrence at `i` gets a window from the start of the repeat holding `i - 1` to the end of the
+/// repeat holding `i + 2`: its edges are repeat boundaries with unchanged tokens, and recounting the
+/// window before and after the merge gives the exact change.  Long candidates in phase 2 then
+/// cost per occurrence, not per token.
+#[allow(clippy::too_many_arguments)]
+fn rewrite_group(
+    data: &mut [TokenId],
+    base: usize,
+    spans: &[(usize, u32)],
+    weights: &[u64],
+    whole: &[bool],
+    indices: &[u32],
+    pair: Pair,
+    merged: TokenId,
+) -> GroupChanges {
+    let mut out = GroupChanges::default();
+    let mut occurrences: Vec<usize> = Vec::new();
+    let mut windows: Vec<(usize, usize)> = Vec::new();
+    let mut new_seq: Vec<TokenId> = Vec::new();
+    for &index in indices {
+        let (start, len) = spans[index as usize];
+        let seq = &mut data[start - base..start - base + len as usize];
+        // 1. occurrences, left to right, non-overlapping
+        occurrences.clear();
+        let mut i = 0;
+        while i + 1 < seq.len() {
+            if seq[i] == pair.0 && seq[i + 1] == pair.1 {
+                occurrences.push(i);
+                i += 2;
+            } else {
+                i += 1;
+            }
+        }
+        if occurrences.is_empty() {
+            continue; // stale: the pair left this sequence earlier
+        }
+        let w = weights[index as usize] as i64;
+        // 2. windows around the occurrences, merged when they touch
+        windows.clear();
+        for &i in &occurrences {
+            let mut lo = i;
+            if i > 0 {
+                lo = i - 1;
+                while lo > 0 && seq[lo - 1] == seq[lo] {
+                    lo -= 1;
+                }
+            }
+            let mut hi = (i + 2).min(seq.len());
+            if hi < seq.len() {
+                hi += 1;
+                while hi < seq.len() && seq[hi] == seq[hi - 1] {
+                    hi += 1;
+                }
+            }
+            match windows.last_mut() {
+                Some(last) if lo <= last.1 => last.1 = last.1.max(hi),
+                _ => windows.push((lo, hi)),
+            }
+        }
+        // 3. the old windows' pairs go, the merged sequence is built
+        let delta = &mut out.delta;
+        for &(lo, hi) in &windows {
+            count_pairs(&seq[lo..hi], |p| *delta.entry(p).or_insert(0) -= w);
+        }
+        new_seq.clear();
+        let mut next = 0;
+        for &i in &occurrences {
+            new_seq.extend_from_slice(&seq[next..i]);
+            new_seq.push(merged);
+            next = i + 2;
+        }
+        new_seq.extend_from_slice(&seq[next..]);
+        // 4. the new windows' pairs come (positions shift by one per earlier occurrence)
+        let notes = &mut out.notes;
+        let mut before = 0; // occurrences left of the current window
+        for &(lo, hi) in &windows {
+            while before < occurrences.len() && occurrences[before] < lo {
+                before += 1;
+            }
+            let inside = occurrences[before..].iter().take_while(|&&i| i < hi).count();
+            let (nlo, nhi) = (lo - before, hi - before - inside);
+            count_pairs(&new_seq[nlo..nhi], |p| {
+                *delta.entry(p).or_insert(0) += w;
+                if p.0 == merged || p.1 == merged {
+                    notes.push((p, index));
+                }
+            });
+            before += inside;
+        }
+        seq[..new_seq.len()].copy_from_slice(&new_seq);
+        out.lengths.push((index, new_seq.len() as u32));
+        out.became_single |= new_seq.len() == 1 && whole[index as usize];
+    }
+    out
+}
+
+impl MergeState {
+    /// `seqs`: the sequences, each with its weight; all whole.
+    pub fn new<'s>(seqs: impl IntoIterator<Item = (&'s [TokenId], u64)>, vocab: &Vocab) -> MergeState {
+        Self::with_wholeness(seqs.into_iter().map(|(s, w)| (s, w, true)), vocab)
+    }
+
+    /// `seqs`: the sequences, each with its weight and whether it is whole (see `whole`).
+    pub fn with_wholeness<'s>(
+        seqs: impl IntoIterator<Item = (&'s [TokenId], u64, bool)>,
+        vocab: &Vocab,
+    ) -> MergeState {
+        let mut data = Vec::new();
+        let mut spans = Vec::new();
+        let mut weights = Vec::new();
+        let mut whole = Vec::new();
+        for (seq, w, is_whole) in seqs {
+            spans.push((data.len(), seq.len() as u32));
+            data.extend_from_slice(seq);
+            weights.push(w);
+            whole.push(is_whole);
+        }
+        let n_shards = rayon::current_num_threads().max(1);
+        let shards: Vec<FxHashMap<Pair, PairInfo>> = (0..n_shards)
+            .into_par_iter()
+            .map(|k| {
+                let mut map: FxHashMap<Pair, PairInfo> = FxHashMap::default();
+                for (i, (&(start, len), &w)) in spans.iter().zip(&weights).enumerate() {
+                    count_pairs(&data[start..start + len as usize], |p| {
+                        if shard_of(p, n_shards) == k {
+                            let info = map.entry(p).or_default();
+                            info.count += w;
+                            info.note(i as u32);
+                        }
+                    });
+                }
+                map
+            })
+            .collect();
+        let initial: Vec<(u64, Pair)> = shards
+            .iter()
+            .flat_map(|m| m.iter().map(|(&p, info)| (info.count, p)))
+            .collect();
+        let heap = PairHeap::from_vec(vocab, initial);
+        MergeState {
+            data,
+            spans,
+            weights,
+            whole,
+            shards,
+            heap,
+        }
+    }
+
+    #[inline]
+    fn info(&self, p: &Pair) -> Option<&PairInfo> {
+        self.shards[shard_of(*p, self.shards.len())].get(p)
+    }
+
+    #[inline]
+    fn info_mut(&mut self, p: Pair) -> &mut PairInfo {
+        let n = self.shards.len();
+        self.shards[shard_of(p, n)].entry(p).or_default()
+    }
+
+    /// The pair to merge next and its count, or `None` when no pair is left.
+    pub fn best(&mut self, vocab: &Vocab) -> Option<(Pair, u64)> {
+        while let Some((count, pair)) = self.heap.peek() {
+            match self.info(&pair).map(|info| info.count) {
+                Some(live) if live == count => return Some((pair, count)),
+                Some(live) => {
+                    // the count went down since this entry was pushed: push the live count
+                    self.heap.pop(vocab);
+                    self.heap.push(vocab, (live, pair));
+                }
+                None => {
+                    self.heap.pop(vocab);
+                }
+            }
+        }
+        None
+    }
+
+    /// Apply `pair` (its result has id `merged`) everywhere; see [`rewrite_group`].  Returns
+    /// whether some sequence became a single token (the merge's flag).
+    pub fn merge(&mut self, pair: Pair, merged: TokenId, vocab: &Vocab) -> bool {
+        // the pair's count stays until its delta takes it to zero
+        let mut indices: Vec<u32> = std::mem::take(&mut self.info_mut(pair).seqs).into_vec();
+        indices.sort_unstable();
+        indices.dedup();
+        let groups = if indices.len() >= PARALLEL_MERGE {
+            rayon::current_num_threads()
+        } else {
+            1
+        };
+        let changes: Vec<GroupChanges> = if groups <= 1 {
+            vec![rewrite_group(
+                &mut self.data,
+                0,
+                &self.spans,
+                &self.weights,
+                &self.whole,
+                &indices,
+                pair,
+                merged,
+            )]
+        } else {
+            // contiguous groups of sequences own disjoint, increasing parts of the arena
+            let per = indices.len().div_ceil(groups);
+            let mut parts: Vec<(&mut [TokenId], usize, &[u32])> = Vec::with_capacity(groups);
+            let mut rest: &mut [TokenId] = &mut self.data;
+            let mut rest_base = 0;
+            for chunk in indices.chunks(per) {
+                let (first, _) = self.spans[chunk[0] as usize];
+                let (last, len) = self.spans[*chunk.last().unwrap() as usize];
+                let (_, tail) = std::mem::take(&mut rest).split_at_mut(first - rest_base);
+                let (mine, tail) = tail.split_at_mut(last + len as usize - first);
+                parts.push((mine, first, chunk));
+                rest = tail;
+                rest_base = last + len as usize;
+            }
+            let (spans, weights, whole) = (&self.spans, &self.weights, &self.whole);
+            parts
+                .into_par_iter()
+                .map(|(data, base, chunk)| {
+                    rewrite_group(data, base, spans, weights, whole, chunk, pair, merged)
+                })
+                .collect()
+        };
+        let mut became_single = false;
+        let mut delta: FxHashMap<Pair, i64> = FxHashMap::default();
+        for c in changes {
+            became_single |= c.became_single;
+            for (index, len) in c.lengths {
+                self.spans[index as usize].1 = len;
+            }
+            for (p, index) in c.notes {
+                self.info_mut(p).note(index);
+            }
+            if delta.is_empty() {
+                delta = c.delta;
+            } else {
+                for (p, d) in c.delta {
+                    *delta.entry(p).or_insert(0) += d;
+                }
+            }
+        }
+        // (the heap's order is total, so the order of these updates does not matter)
+        let n = self.shards.len();
+        for (p, d) in delta {
+            if d == 0 {
+                continue;
+            }
+            let shard = &mut self.shards[shard_of(p, n)];
+            let info = shard.entry(p).or_default();
+            let live = info.count as i64 + d;
+            debug_assert!(live >= 0, "pair count below zero");
+            if live <= 0 {
+                shard.remove(&p);
+            } else {
+                info.count = live as u64;
+                if d > 0 {
+                    self.heap.push(vocab, (live as u64, p));
+                }
+            }
+        }
+        became_single
+    }
+
+    /// One training step, the same in every phase: the pair chosen with `count` becomes a
+    /// token (added to `vocab` unless its bytes are there already, SPEC 2.6), is applied
+    /// everywhere, and is recorded.  Returns the record and the new token's id.
+    pub fn merge_pair(&mut self, vocab: &mut Vocab, pair: Pair, count: u64) -> (TrainMerge, TokenId) {
+        let merged: Vec<u8> = [vocab.bytes(pair.0), vocab.bytes(pair.1)].concat();
+        let (id, _) = vocab.add(&merged);
+        let flag = self.merge(pair, id, vocab);
+        (TrainMerge { pair, count, flag }, id)
+    }
+
+    /// How often each token id occurs in the sequences, weighted (SPEC 8 `count`).
+    pub fn token_counts(&self, n_tokens: usize) -> Vec<u64> {
+        let mut counts = vec![0u64; n_tokens];
+        for (&(start, len), &w) in self.spans.iter().zip(&self.weights) {
+            for &t in &self.data[start..start + len as usize] {
+                counts[t as usize] += w;
+            }
+        }
+        counts
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tokens::byte_id;
+
+    fn ids(s: &[u8]) -> Vec<TokenId> {
+        s.iter().map(|&b| byte_id(b).unwrap()).collect()
+    }
+
+    #[test]
+    fn pair_counting_rule() {
+        let mut c = FxHashMap::default();
+        count_pairs(&ids(b"aaaaa"), |p| *c.entry(p).or_insert(0) += 1);
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[&(97, 97)], 2);
+    }
+
+    #[test]
+    fn merge_is_left_to_right_non_overlapping() {
+        let mut t = ids(b"aaa");
+        assert!(apply_merge(&mut t, (97, 97), 300));
+        assert_eq!(t, vec![300, 97]);
+    }
+
+    #[test]
+    fn ties_break_by_bytes() {
+        // after (z,z) and (a,a), (aa,q) and (zz,q) tie at 2; b"aa" < b"zz"
+        let mut vocab = Vocab::base();
+        let words: Vec<(&[u8], u64)> = vec![(b"zz", 5), (b"aa", 4), (b"zzq", 2), (b"aaq", 2)];
+        let seqs: Vec<(Vec<TokenId>, u64)> = words.iter().map(|w| (ids(w.0), w.1)).collect();
+        let mut state = MergeState::new(seqs.iter().map(|(s, w)| (s.as_slice(), *w)), &vocab);
+        let mut chosen = Vec::new();
+        while let Some((pair, count)) = state.best(&vocab) {
+            let (_, id) = state.merge_pair(&mut vocab, pair, count);
+            chosen.push((String::from_utf8(vocab.bytes(id).to_vec()).unwrap(), count));
+        }
+        let expect: Vec<(String, u64)> = vec![
+            ("zz".into(), 7),
+            ("aa".into(), 6),
+            ("aaq".into(), 2),
+            ("zzq".into(), 2),
+        ];
+        assert_eq!(chosen, expect);
+    }
+}

@@ -1,0 +1,104 @@
+//! End to end in pure Rust: train the golden corpora with `train::train` (stage 1 included)
+//! and compare the models and their encodings, byte for byte, with the paper's
+//! implementation (`tests/data/golden/`, see its README for each folder's settings).
+
+use std::path::PathBuf;
+
+use superword::encode::Encoder;
+use superword::input::Files;
+use superword::model::v2;
+use superword::pretokenize::{DEFAULT_SCRIPTS, GPT4O, SCRIPT_SPECIFIC_GPT4O};
+use superword::train::{train, Config, Silent};
+
+fn golden() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/golden")
+}
+
+/// Train one golden model: `name` is "word", "boundless" or "super"; `m` the number of
+/// supermerges that the folder's boundless.model chose.
+fn train_like_golden(corpus: &str, vocab_size: usize, script_aware: bool, name: &str, m: usize) -> String {
+    let scripts: Vec<String> = DEFAULT_SCRIPTS.iter().map(|s| s.to_string()).collect();
+    let (script_pattern, scripts) = if script_aware {
+        (Some(SCRIPT_SPECIFIC_GPT4O), Some(&scripts[..]))
+    } else {
+        (None, None)
+    };
+    let (vocab_size, algorithm, supermerges) = match name {
+        "word" => (vocab_size, "bpe", None),
+        "boundless" => (vocab_size, "boundless", None),
+        _ => (vocab_size + m, "superbpe", Some(m)),
+    };
+    let config = Config::new(
+        vocab_size,
+        algorithm,
+        supermerges,
+        GPT4O,
+        script_pattern,
+        scripts,
+        false,
+    )
+    .unwrap();
+    let mut documents = Files {
+        paths: vec![golden().join(corpus).to_str().unwrap().to_string()],
+        text_field: "text".into(),
+    };
+    let mut stats = Vec::new();
+    let pool = rayon::ThreadPoolBuilder::new().build().unwrap();
+    let model = train(&mut documents, &config, &pool, &Silent, &mut stats).unwrap();
+    let stages: Vec<&str> = stats.iter().map(|(stage, _)| *stage).collect();
+    let expected: &[&str] = if name == "word" {
+        &["pretokenize_count", "phase1"]
+    } else {
+        &["pretokenize_count", "phase1", "candidates", "phase2"]
+    };
+    assert_eq!(stages, expected);
+    v2::dumps(&model)
+}
+
+fn check_folder(folder: &str, corpus: &str, vocab_size: usize, script_aware: bool) {
+    let dir = golden().join(folder);
+    let boundless = v2::read(dir.join("boundless.model").to_str().unwrap()).unwrap();
+    let m = boundless.supermerges.len();
+    let texts: Vec<String> = std::fs::read_to_string(golden().join(corpus))
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v["text"].as_str().unwrap().to_string()
+        })
+        .collect();
+    for name in ["word", "boundless", "super"] {
+        let expected = std::fs::read_to_string(dir.join(format!("{name}.model"))).unwrap();
+        let trained = train_like_golden(corpus, vocab_size, script_aware, name, m);
+        assert!(trained == expected, "{folder}/{name}.model differs");
+        // and the trained model encodes every document as the paper's implementation does
+        let model = v2::loads(&trained, "trained").unwrap();
+        let encoder = Encoder::new(&model, false).unwrap();
+        let ids = std::fs::read_to_string(dir.join(format!("{name}.ids.jsonl"))).unwrap();
+        let ids: Vec<Vec<u32>> = ids.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(ids.len(), texts.len());
+        for (i, (text, want)) in texts.iter().zip(&ids).enumerate() {
+            assert_eq!(
+                &encoder.encode_ordinary(text).unwrap(),
+                want,
+                "{folder}/{name}: document {i}"
+            );
+        }
+    }
+}
+
+#[test]
+fn taylorswift_400_v600() {
+    check_folder("taylorswift_400_v600", "taylorswift_400.jsonl", 600, true);
+}
+
+#[test]
+fn taylorswift_400_v600_simple() {
+    check_folder("taylorswift_400_v600_simple", "taylorswift_400.jsonl", 600, false);
+}
+
+#[test]
+fn multi_1230_v1500() {
+    check_folder("multi_1230_v1500", "multi_1230.jsonl", 1500, true);
+}
