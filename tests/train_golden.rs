@@ -41,6 +41,7 @@ fn train_like_golden(corpus: &str, vocab_size: usize, script_aware: bool, name: 
     let mut documents = Files {
         paths: vec![golden().join(corpus).to_str().unwrap().to_string()],
         text_field: "text".into(),
+        stop: None,
     };
     let mut stats = Vec::new();
     let pool = rayon::ThreadPoolBuilder::new().build().unwrap();

@@ -18,6 +18,7 @@ use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 
+use super::long::{LongSequence, LONG_SEQUENCE};
 use crate::tokens::{Pair, TokenId, Vocab};
 
 /// A merge as training records it, in token ids.
@@ -208,6 +209,9 @@ pub struct MergeState {
     whole: Vec<bool>,
     shards: Vec<FxHashMap<Pair, PairInfo>>,
     heap: PairHeap,
+    /// sequences longer than [`LONG_SEQUENCE`] tokens, by index: kept out of `data` (their
+    /// span there is empty) and merged through a position index, see `long.rs`
+    long: FxHashMap<u32, LongSequence>,
 }
 
 /// A live pair: its count and the sequences that may hold it (stale entries are allowed;
@@ -366,9 +370,15 @@ impl MergeState {
         let mut spans = Vec::new();
         let mut weights = Vec::new();
         let mut whole = Vec::new();
+        let mut long = FxHashMap::default();
         for (seq, w, is_whole) in seqs {
+            if seq.len() > LONG_SEQUENCE {
+                long.insert(spans.len() as u32, LongSequence::new(seq));
+            }
             spans.push((data.len(), seq.len() as u32));
-            data.extend_from_slice(seq);
+            if seq.len() <= LONG_SEQUENCE {
+                data.extend_from_slice(seq);
+            }
             weights.push(w);
             whole.push(is_whole);
         }
@@ -378,7 +388,11 @@ impl MergeState {
             .map(|k| {
                 let mut map: FxHashMap<Pair, PairInfo> = FxHashMap::default();
                 for (i, (&(start, len), &w)) in spans.iter().zip(&weights).enumerate() {
-                    count_pairs(&data[start..start + len as usize], |p| {
+                    let seq = match long.get(&(i as u32)) {
+                        Some(l) => l.untouched().expect("no merge yet"),
+                        None => &data[start..start + len as usize],
+                    };
+                    count_pairs(seq, |p| {
                         if shard_of(p, n_shards) == k {
                             let info = map.entry(p).or_default();
                             info.count += w;
@@ -401,6 +415,7 @@ impl MergeState {
             whole,
             shards,
             heap,
+            long,
         }
     }
 
@@ -440,12 +455,28 @@ impl MergeState {
         let mut indices: Vec<u32> = std::mem::take(&mut self.info_mut(pair).seqs).into_vec();
         indices.sort_unstable();
         indices.dedup();
+        // long sequences first, through their position index
+        let mut long_changes = GroupChanges::default();
+        if !self.long.is_empty() {
+            indices.retain(|&index| {
+                let Some(seq) = self.long.get_mut(&index) else {
+                    return true;
+                };
+                let w = self.weights[index as usize] as i64;
+                let out = &mut long_changes;
+                if seq.merge(pair, merged, w, &mut out.delta, |p| out.notes.push((p, index))) {
+                    out.lengths.push((index, seq.len() as u32));
+                    out.became_single |= seq.len() == 1 && self.whole[index as usize];
+                }
+                false
+            });
+        }
         let groups = if indices.len() >= PARALLEL_MERGE {
             rayon::current_num_threads()
         } else {
             1
         };
-        let changes: Vec<GroupChanges> = if groups <= 1 {
+        let mut changes: Vec<GroupChanges> = if groups <= 1 {
             vec![rewrite_group(
                 &mut self.data,
                 0,
@@ -479,6 +510,7 @@ impl MergeState {
                 })
                 .collect()
         };
+        changes.push(long_changes);
         let mut became_single = false;
         let mut delta: FxHashMap<Pair, i64> = FxHashMap::default();
         for c in changes {
@@ -532,9 +564,12 @@ impl MergeState {
     /// How often each token id occurs in the sequences, weighted (SPEC 8 `count`).
     pub fn token_counts(&self, n_tokens: usize) -> Vec<u64> {
         let mut counts = vec![0u64; n_tokens];
-        for (&(start, len), &w) in self.spans.iter().zip(&self.weights) {
-            for &t in &self.data[start..start + len as usize] {
-                counts[t as usize] += w;
+        for (i, (&(start, len), &w)) in self.spans.iter().zip(&self.weights).enumerate() {
+            match self.long.get(&(i as u32)) {
+                Some(seq) => seq.tokens().for_each(|t| counts[t as usize] += w),
+                None => self.data[start..start + len as usize]
+                    .iter()
+                    .for_each(|&t| counts[t as usize] += w),
             }
         }
         counts

@@ -9,6 +9,7 @@
 pub mod boundless;
 pub mod bpe;
 pub mod candidates;
+pub mod long;
 pub mod merging;
 pub mod ngram;
 pub mod superbpe;
