@@ -275,10 +275,10 @@ pub fn byte_pair_parts(piece: &[u8], rank: impl Fn(&[u8]) -> Option<u32>) -> Vec
         rank(&piece[i..next[j] as usize]).unwrap_or(NONE)
     };
     let mut heap: BinaryHeap<Reverse<(u32, u32)>> = BinaryHeap::with_capacity(n);
-    for i in 0..n {
-        joined[i] = join(&next, i);
-        if joined[i] != NONE {
-            heap.push(Reverse((joined[i], i as u32)));
+    for (i, slot) in joined.iter_mut().enumerate() {
+        *slot = join(&next, i);
+        if *slot != NONE {
+            heap.push(Reverse((*slot, i as u32)));
         }
     }
     while let Some(Reverse((r, i))) = heap.pop() {
