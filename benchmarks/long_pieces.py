@@ -49,6 +49,8 @@ CASES: dict[str, tuple[str, str]] = {
         "path = word_file(1_000_000)", "tok = superword.train(path, 4000, 'bpe')"),
     "BPE train, one word of 10 MB": (
         "path = word_file(10_000_000)", "tok = superword.train(path, 4000, 'bpe')"),
+    "BPE train, one word of 100 MB": (
+        "path = word_file(100_000_000)", "tok = superword.train(path, 32768, 'bpe')"),
     "BPE train, one word of 300 MB": (
         "path = word_file(300_000_000)", "tok = superword.train(path, 32768, 'bpe')"),
     "BoundlessBPE train, one word of 10 MB": (

@@ -155,7 +155,8 @@ def train(inputs: Any, vocab_size: int = 32768, algorithm: str = "boundless",
     ``script_aware``: cut text into single-script runs and split ``scripts`` (default: Han,
     Hiragana, Katakana, Khmer, Lao, Myanmar, Thai) into one letter per pretoken.
     ``pattern`` / ``script_pattern`` replace the GPT-4o patterns.  ``threads``: worker
-    threads of the Rust backend (default: all cores; results never depend on it).
+    threads of the Rust backend (default: ``RAYON_NUM_THREADS`` if set, else all cores; never
+    more than the available cores; results never depend on it).
     ``progress(stage, done, total)`` is called as training advances.
     ``tau``: PickyBPE (SPEC 9): after a merge of ``(a, b)`` the word model deletes ``a``
     (and ``b``) when ``count(a, b) / count(a) >= tau``; the default 1.1 never deletes.
