@@ -52,10 +52,22 @@ impl LongSequence {
         s
     }
 
+    /// The index of every adjacent pair, each list allocated at its final size (a first pass
+    /// counts): growing the lists by doubling would cost up to twice the memory.
     fn build_index(&mut self) {
-        self.index.clear();
+        self.index = FxHashMap::default(); // the old index goes first
+        let mut sizes: FxHashMap<Pair, u32> = FxHashMap::default();
+        for w in self.tokens.windows(2) {
+            *sizes.entry((w[0], w[1])).or_insert(0) += 1;
+        }
+        self.index = sizes
+            .into_iter()
+            .map(|(pair, n)| (pair, Vec::with_capacity(n as usize)))
+            .collect();
         for (i, w) in self.tokens.windows(2).enumerate() {
-            self.index.entry((w[0], w[1])).or_default().push(i as u32);
+            if let Some(list) = self.index.get_mut(&(w[0], w[1])) {
+                list.push(i as u32);
+            }
         }
     }
 
