@@ -73,10 +73,8 @@ def test_tiktoken_ranks_on_long_pieces_equal_tiktoken():
 @pytest.mark.parametrize("suffix", [".txt", ".jsonl", ".txt.gz"])
 def test_a_byte_order_mark_at_the_start_of_a_file_is_not_text(tmp_path, suffix):
     lines = ["the first line of the file", "one of the best of the best", "the end"] * 20
-    if suffix == ".jsonl":
-        body = "\n".join(json.dumps({"text": t}) for t in lines) + "\n"
-    else:
-        body = "\n".join(lines) + "\n"
+    records = [json.dumps({"text": t}) for t in lines] if suffix == ".jsonl" else lines
+    body = "\n".join(records) + "\n"
     plain, marked = tmp_path / f"plain{suffix}", tmp_path / f"marked{suffix}"
     data = body.encode("utf-8")
     write = (lambda p, b: p.write_bytes(gzip.compress(b))) if suffix.endswith(".gz") else \
