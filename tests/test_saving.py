@@ -128,3 +128,30 @@ def test_a_live_writers_temporary_file_is_left_alone(tmp_path, tok):
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+@posix_only
+@pytest.mark.parametrize("backend", ["reference", "rust"])
+def test_tiktoken_files_follow_the_same_rules(tmp_path, backend):
+    plain = superword.train(DOCS, 270, "bpe", script_aware=False, backend=backend)
+    fifo = tmp_path / "ranks.tiktoken"
+    os.mkfifo(fifo)
+    with pytest.raises(ValueError, match="not a regular file"):
+        plain.save_tiktoken(fifo)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    target = tmp_path / "shared.tiktoken"
+    errors: list[BaseException] = []
+
+    def save_many():
+        try:
+            for _ in range(15):
+                plain.save_tiktoken(target)
+        except BaseException as exc:
+            errors.append(exc)
+    workers = [threading.Thread(target=save_many) for _ in range(4)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert errors == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ranks.tiktoken", "shared.tiktoken"]
