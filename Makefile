@@ -16,6 +16,7 @@ rust-test:
 lint:               ## formatting, lints and types, Rust and Python (CI runs it)
 	cargo fmt --check
 	cargo clippy --quiet --all-targets -- -D warnings
+	cargo clippy --quiet --all-targets --features python -- -D warnings
 	ruff check
 	mypy
 

@@ -364,11 +364,59 @@ class Tokenizer:
         if self.provenance is not None:
             _provenance.write(path, self.provenance, text)
 
-    def save_tiktoken(self, path: str | os.PathLike[str]) -> None:
-        """Write a ``.tiktoken`` ranks file that ``tiktoken.Encoding`` loads (with
-        :attr:`pattern`) and that encodes to the same ids.  Plain BPE models trained with
-        ``script_aware=False`` only: tiktoken has no supermerges and no script runs."""
-        self._impl.save_tiktoken(os.fspath(path))
+    def save_tiktoken(self, path: str | os.PathLike[str]) -> str:
+        """Write a ``.tiktoken`` ranks file (rank = our id) for ``tiktoken.Encoding`` and
+        return the pattern to give it as ``pat_str``.
+
+        Plain BPE models with simple pre-tokenization encode to exactly our ids (the pattern
+        is :attr:`pattern`).  Script-aware and superword models get the closest single
+        pattern (see ``superword._export``): tiktoken has no script runs and no supermerges,
+        so its ids can differ on some texts; ``benchmarks/hf_agreement.py`` measures how often."""
+        from . import _export
+        if self.kind == "tiktoken" or (self.kind == "word" and not self._script_aware()):
+            self._impl.save_tiktoken(os.fspath(path))
+            return self.pattern
+        model = _export.model_of(self)
+        pattern = _export.tiktoken_pattern(model)
+        _export.write_atomic(os.fspath(path), _export.tiktoken_ranks_text(model))
+        return pattern
+
+    def save_hf(self, directory: str | os.PathLike[str], overwrite: bool = False, *,
+                bos_token: str | None = None, eos_token: str | None = None,
+                pad_token: str | None = None, unk_token: str | None = None,
+                model_max_length: int | None = None,
+                sample: Iterable[str] | None = None) -> dict[str, float] | None:
+        """Write ``tokenizer.json``, ``tokenizer_config.json`` and ``special_tokens_map.json``
+        into ``directory`` for ``tokenizers.Tokenizer.from_file`` and
+        ``transformers.AutoTokenizer.from_pretrained``.  Ids are ours; plain BPE models give
+        our ids exactly, superword models approximately (see ``superword._export``; for exact
+        ids in ``transformers`` use ``superword.hf.SuperwordTokenizer``).  A directory that
+        holds other files is refused unless ``overwrite=True``.  ``bos_token`` etc. name
+        special tokens; one the model lacks is added to the exported files (next free id).
+
+        ``sample``: documents on which to measure the export with ``tokenizers``; returns
+        ``{"documents", "identical" (share with our ids), "tokens", "token_difference"}``."""
+        from . import _export
+        roles = {"bos_token": bos_token, "eos_token": eos_token, "pad_token": pad_token,
+                 "unk_token": unk_token}
+        _export.save_hf(self, directory, overwrite, roles, model_max_length)
+        if sample is None:
+            return None
+        return _export.hf_agreement(self, os.fspath(directory), list(sample))
+
+    @classmethod
+    def from_hf(cls, path: str | os.PathLike[str], backend: str | None = None) -> Tokenizer:
+        """A byte-level BPE ``tokenizer.json`` (GPT-2 / Llama-3 style) as a rank-based model
+        with the file's ids, pattern and special tokens.  Other model types (WordPiece,
+        Unigram, ...) raise ``ValueError``."""
+        from . import _export
+        ranks, pattern, special = _export.load_hf(os.fspath(path))
+        with _export.temporary_file(ranks, ".tiktoken") as ranks_path:
+            return cls.from_tiktoken(ranks_path, pattern, special, backend=backend)
+
+    def _script_aware(self) -> bool:
+        from . import _export
+        return _export.model_of(self).settings.script_specific_regex is not None
 
     @property
     def pattern(self) -> str:

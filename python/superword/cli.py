@@ -5,6 +5,7 @@
     superword plot MODEL [MODEL ...] [--on FILES] -o FILE.png
     superword vocab MODEL [--superwords] [--top N] [--grep PATTERN]
     superword encode MODEL [TEXT | --file FILE | -] [--ids | --json]
+    superword export MODEL --to hf|tiktoken|minbpe OUT [--sample FILE ...]
 
 Every INPUT / FILE is a path: a file, a folder (its .txt/.jsonl/.parquet files, optionally
 .gz/.zst, recursively), a glob, or - for standard input.  With no INPUTS, train uses a corpus
@@ -112,7 +113,53 @@ def _parser() -> argparse.ArgumentParser:
     out.add_argument("--ids", action="store_true", help="print the ids only")
     out.add_argument("--json", action="store_true", help="ids, tokens and superword flags as JSON")
     e.add_argument("--backend", choices=list(_api.BACKENDS), default=None)
+    _export_parser(sub)
     return parser
+
+
+def _export_parser(sub: argparse._SubParsersAction) -> None:
+    x = sub.add_parser("export", help="write a model for transformers/tokenizers, tiktoken or minbpe")
+    x.add_argument("model")
+    x.add_argument("--to", required=True, choices=["hf", "tiktoken", "minbpe"],
+                   help="hf: a directory with tokenizer.json; tiktoken: a .tiktoken ranks file (and "
+                        "OUT.pattern, the pattern to give tiktoken); minbpe: a prefix (PREFIX.model, PREFIX.vocab)")
+    x.add_argument("output", metavar="OUT")
+    x.add_argument("--overwrite", action="store_true", help="hf: replace the files in a non-empty directory")
+    for role in ("bos", "eos", "pad", "unk"):
+        x.add_argument(f"--{role}-token", metavar="TOKEN",
+                       help=f"hf: the {role} token (a special token; added to the export if the model lacks it)")
+    x.add_argument("--sample", nargs="+", default=[], metavar="FILE",
+                   help="hf / tiktoken: measure on these files how often the export gives superword's ids")
+    x.add_argument("--sample-docs", type=_positive, default=2000, metavar="N",
+                   help="documents read from each sample file (default 2000)")
+
+
+def _export(args: argparse.Namespace) -> None:
+    import itertools
+
+    from . import _export as ex
+    from . import minbpe
+    tok = _api.Tokenizer.load(args.model)
+    if args.to == "hf":
+        tok.save_hf(args.output, overwrite=args.overwrite, bos_token=args.bos_token,
+                    eos_token=args.eos_token, pad_token=args.pad_token, unk_token=args.unk_token)
+        print(f"wrote {args.output}/: " + ", ".join(ex.HF_FILES))
+    elif args.to == "tiktoken":
+        pattern = tok.save_tiktoken(args.output)
+        ex.write_atomic(args.output + ".pattern", pattern)
+        print(f"wrote {args.output} and {args.output}.pattern (tiktoken.Encoding's pat_str)")
+    else:
+        minbpe.from_superword(tok).save(args.output)
+        print(f"wrote {args.output}.model and {args.output}.vocab")
+        return
+    for path in args.sample:
+        texts = list(itertools.islice(_inputs.iter_documents([path]), args.sample_docs))
+        if args.to == "hf":
+            a = ex.hf_agreement(tok, args.output, texts)
+        else:
+            a = ex.tiktoken_agreement(tok, args.output, pattern, texts)
+        print(f"{path}: {a['documents']:,} documents, {a['identical']:.2%} with identical ids, "
+              f"token count {a['token_difference']:+.3%} ({a['tokens']:,} superword tokens)")
 
 
 # ----------------------------------------------------------------------------------------
@@ -381,7 +428,8 @@ def _show_warning(message: Warning | str, category: type[Warning], *_: Any, **__
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    commands = {"train": _train, "encode": _encode, "stats": _stats, "plot": _plot, "vocab": _vocab}
+    commands = {"train": _train, "encode": _encode, "stats": _stats, "plot": _plot, "vocab": _vocab,
+                "export": _export}
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning

@@ -288,3 +288,34 @@ class GPT4Tokenizer(RegexTokenizer):
 
     def load(self, model_file: str | os.PathLike[str]) -> None:
         raise NotImplementedError("GPT4Tokenizer is read from its ranks file; nothing to load")
+
+
+def from_superword(tok: _api.Tokenizer) -> RegexTokenizer:
+    """The minbpe ``RegexTokenizer`` that cuts every text into the same tokens as ``tok``, a
+    plain BPE model with simple pre-tokenization.  Ids differ: minbpe numbers the 256 bytes
+    first, then one id per merge (``superword._export`` explains when a model is refused)."""
+    from . import _export
+    merges, pattern = _export.minbpe_from_model(_export.model_of(tok))
+    out = RegexTokenizer(pattern)
+    out.merges = merges
+    out.vocab = out._build_vocab()
+    return out
+
+
+def to_superword(tok: Tokenizer, backend: str | None = None) -> _api.Tokenizer:
+    """The superword word model that cuts every text into the same tokens as the minbpe
+    ``tok`` (``BasicTokenizer``: the whole text is one chunk).  Ids are superword's (243 byte
+    tokens, then one per merge); special tokens are registered after the vocabulary, so they
+    get new ids too.  ``GPT4Tokenizer`` is cl100k_base: use ``Tokenizer.from_tiktoken``."""
+    from . import _export
+    from .reference.model import write_model
+    if isinstance(tok, GPT4Tokenizer):
+        raise ValueError("GPT4Tokenizer encodes with cl100k_base ranks, not minbpe merges; use "
+                         "superword.Tokenizer.from_tiktoken(path, CL100K_PATTERN, CL100K_SPECIAL)")
+    model = _export.model_from_minbpe(tok.merges, tok.pattern)
+    with _export.temporary_file("", ".model") as path:
+        write_model(model, path)
+        out = _api.Tokenizer.load(path, backend=backend)
+    if tok.special_tokens:
+        out.register_special_tokens(sorted(tok.special_tokens, key=tok.special_tokens.__getitem__))
+    return out

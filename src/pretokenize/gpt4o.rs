@@ -21,7 +21,7 @@ pub enum Builtin {
 }
 
 #[inline]
-fn next_char(s: &str, i: usize) -> Option<(char, usize)> {
+pub(super) fn next_char(s: &str, i: usize) -> Option<(char, usize)> {
     let b = *s.as_bytes().get(i)?;
     if b < 0x80 {
         return Some((b as char, i + 1));
@@ -31,13 +31,13 @@ fn next_char(s: &str, i: usize) -> Option<(char, usize)> {
 }
 
 #[inline]
-fn class_at(s: &str, i: usize) -> Option<(u8, char, usize)> {
+pub(super) fn class_at(s: &str, i: usize) -> Option<(u8, char, usize)> {
     next_char(s, i).map(|(c, n)| (bits(c), c, n))
 }
 
 /// End of the run of characters whose class intersects `mask`, from `i`.
 #[inline]
-fn run(s: &str, mut i: usize, mask: u8) -> usize {
+pub(super) fn run(s: &str, mut i: usize, mask: u8) -> usize {
     while let Some((b, _, n)) = class_at(s, i) {
         if b & mask == 0 {
             break;
@@ -56,7 +56,7 @@ fn prefix_end(s: &str, i: usize) -> Option<usize> {
 
 /// `(?i:'s|'t|'re|'ve|'m|'ll|'d)?` after a word: its end (or `i` if absent).  Under the
 /// `regex` module's simple case folding, `s` also matches U+017F LATIN SMALL LETTER LONG S.
-fn contraction(s: &str, i: usize) -> usize {
+pub(super) fn contraction(s: &str, i: usize) -> usize {
     let bytes = s.as_bytes();
     if bytes.get(i) != Some(&b'\'') {
         return i;
@@ -114,7 +114,7 @@ fn word(s: &str, i: usize, body: fn(&str, usize) -> Option<usize>) -> Option<usi
 }
 
 /// `\p{N}{1,3}`.
-fn numbers(s: &str, i: usize) -> Option<usize> {
+pub(super) fn numbers(s: &str, i: usize) -> Option<usize> {
     let mut j = i;
     for _ in 0..3 {
         match class_at(s, j) {
@@ -147,7 +147,7 @@ fn punctuation(s: &str, i: usize) -> Option<usize> {
 }
 
 /// The three whitespace alternatives `\s*[\r\n]+ | \s+(?!\S) | \s+`, tried in order.
-fn whitespace(s: &str, i: usize) -> Option<usize> {
+pub(super) fn whitespace(s: &str, i: usize) -> Option<usize> {
     let mut j = i;
     let mut last_start = i; // start of the run's last character
     let mut after_newline = None; // just after the run's last \r or \n

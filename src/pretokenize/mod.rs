@@ -1,12 +1,18 @@
 //! Pre-tokenization (SPEC section 1), the same steps as `reference/pretokenize.py`.
 //!
 //! * [`gpt4o`]: hand-written matchers for the two built-in patterns (the hot path);
+//! * [`cl100k`], [`gpt2`]: hand-written matchers for the GPT-4 (`cl100k_base`, minbpe) and
+//!   GPT-2 patterns, chosen when a pattern equals one of their spellings exactly;
 //! * [`generic`]: any other pattern, through `fancy-regex`;
 //! * [`Pretokenizer::for_each`]: simple mode, or script-aware mode that first cuts the text
 //!   into single-script runs.
 
+pub mod cl100k;
 pub mod classes;
+#[cfg(test)]
+mod fuzz;
 pub mod generic;
+pub mod gpt2;
 pub mod gpt4o;
 
 use crate::error::{Error, Result};
@@ -40,18 +46,23 @@ pub const DEFAULT_SCRIPTS: [&str; 7] = ["Han", "Hiragana", "Katakana", "Khmer", 
 /// Merge eligibility (SPEC 1.3): contains a letter.
 pub const MERGE_PATTERN: &str = r"\p{L}";
 
-/// One pattern: a built-in hand-written matcher, or a general regex.
+/// One pattern: a hand-written matcher, or a general regex.
 pub enum Matcher {
     Builtin(Builtin),
+    Gpt4(cl100k::Gpt4),
+    Gpt2,
     Generic(generic::Generic),
 }
 
 impl Matcher {
-    /// The hand-written matcher when `pattern` is one of the built-in patterns.
+    /// The hand-written matcher when `pattern` is spelled exactly like one it implements.
     pub fn new(pattern: &str, what: &str) -> Result<Matcher> {
         Ok(match pattern {
             GPT4O => Matcher::Builtin(Builtin::Gpt4o),
             SCRIPT_SPECIFIC_GPT4O => Matcher::Builtin(Builtin::ScriptSpecific),
+            cl100k::CL100K => Matcher::Gpt4(cl100k::Gpt4::Cl100k),
+            cl100k::MINBPE_GPT4 => Matcher::Gpt4(cl100k::Gpt4::Minbpe),
+            gpt2::GPT2 | gpt2::MINBPE_GPT2 | gpt2::R50K => Matcher::Gpt2,
             other => Matcher::Generic(generic::Generic::new(other, what)?),
         })
     }
@@ -65,6 +76,14 @@ impl Matcher {
         match self {
             Matcher::Builtin(b) => {
                 gpt4o::for_each_piece(*b, s, &mut *emit);
+                Ok(())
+            }
+            Matcher::Gpt4(p) => {
+                cl100k::for_each_piece(*p, s, &mut *emit);
+                Ok(())
+            }
+            Matcher::Gpt2 => {
+                gpt2::for_each_piece(s, &mut *emit);
                 Ok(())
             }
             Matcher::Generic(g) => g.for_each(s, emit),

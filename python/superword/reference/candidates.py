@@ -10,7 +10,7 @@ from __future__ import annotations
 def supermerge_candidates(runs: dict[tuple[str, ...], int], eligible: set[bytes],
                           ) -> dict[tuple[bytes, ...], int]:
     """Cut each letter run at pretokens that are not ``eligible`` and count the pieces of
-    two or more pretokens.  ``eligible`` holds the bytes of reachable word tokens (SPEC 3.1);
+    two or more pretokens.  ``eligible`` holds the bytes of reachable word tokens (SPEC 3, rule 1);
     the runs only contain pretokens with a letter, so together they give SPEC 3.2."""
     candidates: dict[tuple[bytes, ...], int] = {}
     for run, count in runs.items():

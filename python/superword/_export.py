@@ -1,0 +1,569 @@
+"""Converters between superword models and other libraries' formats.
+
+* Hugging Face ``tokenizer.json`` (+ ``tokenizer_config.json``, ``special_tokens_map.json``):
+  :func:`save_hf` writes one, :func:`load_hf` reads a byte-level BPE one.
+* tiktoken ranks for superword models: :func:`tiktoken_ranks_text`.
+* :func:`agreement`: how often another library's ids equal ours on sample documents.
+
+How a model maps onto stock byte-level BPE
+------------------------------------------
+Ids are ours, unchanged: the 243 byte tokens keep ids 0..242 (SPEC 2.2), every other token its
+id, special tokens theirs.  The 13 byte values that never occur in UTF-8 (``0xC0``, ``0xC1``,
+``0xF5..0xFF``) get no entry: stock BPE never meets them, because its input is a ``str``.
+Tokens are written with the GPT-2 byte-to-unicode map, as in our model files (SPEC 8).  The
+merges list is the regular merges in index order, then (superword models) the supermerges in
+index order, so every supermerge ranks after every regular merge.
+
+Pre-tokenization is a ``Split`` with a regex (Oniguruma, the dialect of ``tokenizers``) followed
+by ``ByteLevel`` with ``use_regex=False``.  The built-in patterns are written with explicit code
+point ranges for their Unicode classes (:func:`explicit_classes`), so that the older Unicode
+tables of other regex engines do not matter.
+
+* simple mode: the model's own pattern.  Stock BPE then gives our ids exactly: it
+  merges each pretoken by lowest merge rank, which is SPEC 7.3 (the shortcut only skips work).
+* script-aware mode: a regex cannot see script runs (SPEC 1.2), so we use the closest single
+  pattern: letters of the configured scripts are one pretoken each (with an optional leading
+  space and their marks), and the word alternatives of the main pattern take every other
+  letter.  It differs from script runs where letters of two non-configured scripts touch
+  (``"Helloмир"`` is one pretoken here, two in superword), and where a letter that belongs to
+  no script (Common, e.g. the Japanese prolonged sound mark ``ー``) or a lone mark stands inside
+  a run of a configured script.
+* superword models: consecutive word pretokens (the only ones a supermerge can join, SPEC 3)
+  are matched together as one coarse pretoken, so that stock BPE can apply the supermerges.
+  Stock BPE then departs from SPEC 7.4: it applies a supermerge to part of a word that did not
+  become a single token (``" of theater"`` can start with the superword ``" of the"``), and it
+  could apply a regular merge over the seam of two pretokens that touch without a space (the
+  GPT-4o pattern makes such seams only where no regular merge can straddle them, e.g. a
+  lowercase letter followed by an uppercase one).  :func:`agreement` measures the difference.
+* the greedy n-gram cut at inference (SPEC 3.1, opt-in) has no stock-BPE form: exports always
+  stand for the plain SPEC 7 encoding.
+"""
+from __future__ import annotations
+
+import base64
+import contextlib
+import functools
+import io
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable, Iterator
+from importlib import resources
+from typing import Any
+
+from .reference import model as _model
+from .reference.merging import Merge
+from .reference.pretokenize import GPT4O, SCRIPT_SPECIFIC_GPT4O
+from .reference.tokens import CHAR_TO_BYTE, render
+
+#: The files :func:`save_hf` writes.
+HF_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
+
+#: The regex of ``tokenizers``' ``ByteLevel(use_regex=True)`` pre-tokenizer (GPT-2's pattern).
+GPT2_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+
+_WORD_ALTERNATIVES = 2  # GPT4O begins with two word alternatives (SPEC 1.1)
+
+
+# -- reading our model ------------------------------------------------------------------------
+
+def model_of(tok: Any) -> _model.Model:
+    """The plain data of a superword model (parsed from its model text).  Models with PickyBPE
+    deletions are refused: their encoding resolves deleted tokens (SPEC 9), which plain BPE
+    files cannot express."""
+    try:
+        text = tok.model_text()
+    except (ValueError, NotImplementedError) as exc:
+        raise ValueError(f"this tokenizer cannot be exported: {exc}") from None
+    model = _model._read(_model._Lines(io.StringIO(text), "<model>"))
+    if model.deletions:
+        raise ValueError(f"this model has {len(model.deletions)} PickyBPE deletions (tau <= 1); their "
+                         f"resolution at inference (SPEC 9) has no form in tokenizer.json, tiktoken or minbpe")
+    return model
+
+
+# -- pre-tokenization patterns ------------------------------------------------------------------
+
+def _split_alternatives(pattern: str) -> list[str]:
+    """The top-level ``|`` alternatives of ``pattern`` (no ``|`` inside groups or classes)."""
+    parts, depth, in_class, start, i = [], 0, False, 0, 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+            if pattern[i + 1:i + 2] == "^":
+                i += 1
+            if pattern[i + 1:i + 2] == "]":
+                i += 1
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "|" and depth == 0:
+            parts.append(pattern[start:i])
+            start = i + 1
+        i += 1
+    parts.append(pattern[start:])
+    return parts
+
+
+def _script_letters(scripts: list[str]) -> str:
+    return "".join(rf"\p{{{s}}}" for s in scripts)
+
+
+#: Bits of ``_data/classes.txt`` (the GPT-4o classes, Unicode 17.0) by the name used in patterns.
+_CLASS_BITS = {"Lu": 0x01, "Ll": 0x02, "Lt": 0x04, "Lm": 0x08, "Lo": 0x10, "M": 0x20, "N": 0x40,
+               "L": 0x1F, "s": 0x80}
+
+
+@functools.cache
+def _class_ranges() -> list[tuple[int, int, int]]:
+    text = resources.files("superword").joinpath("_data/classes.txt").read_text("ascii")
+    return [(int(a, 16), int(b, 16), int(m, 16)) for a, b, m in
+            (line.split() for line in text.splitlines() if line and not line.startswith("#"))]
+
+
+@functools.cache
+def _script_ranges() -> dict[str, list[tuple[int, int]]]:
+    text = resources.files("superword").joinpath("_data/scripts.txt").read_text("ascii")
+    out: dict[str, list[tuple[int, int]]] = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            a, b, name = line.split()
+            out.setdefault(name, []).append((int(a, 16), int(b, 16)))
+    return out
+
+
+def _ranges_text(ranges: Iterable[tuple[int, int]]) -> str:
+    r"""Class members ``\x{..}-\x{..}`` (both Oniguruma and Rust's regex read them)."""
+    merged: list[list[int]] = []
+    for lo, hi in sorted(ranges):
+        if merged and lo <= merged[-1][1] + 1:
+            merged[-1][1] = max(merged[-1][1], hi)
+        else:
+            merged.append([lo, hi])
+    return "".join(rf"\x{{{lo:X}}}" if lo == hi else rf"\x{{{lo:X}}}-\x{{{hi:X}}}" for lo, hi in merged)
+
+
+def _members(name: str) -> str:
+    if name in _CLASS_BITS:
+        bits = _CLASS_BITS[name]
+        return _ranges_text((lo, hi) for lo, hi, m in _class_ranges() if m & bits)
+    if name not in _script_ranges():
+        raise ValueError(f"unknown script {name!r}")
+    return _ranges_text(_script_ranges()[name])
+
+
+def explicit_classes(pattern: str) -> str:
+    r"""``pattern`` with ``\p{..}``, ``\s`` and ``\S`` written as explicit code point ranges of
+    our Unicode 17.0 tables.  Other libraries' regex engines carry older Unicode tables (the
+    Oniguruma in ``tokenizers`` does not know the 4,671 code points assigned after Unicode
+    14.0); with explicit ranges they classify every character as superword does.
+
+    >>> explicit_classes(r"[^\s\p{N}]")[:24]
+    '[^\\x{9}-\\x{D}\\x{20}\\x{85'
+    """
+    out, i, in_class = [], 0, 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\" and pattern[i + 1:i + 3] == "p{":
+            end = pattern.index("}", i)
+            members = _members(pattern[i + 3:end])
+            out.append(members if in_class else f"[{members}]")
+            i = end + 1
+            continue
+        if c == "\\" and pattern[i + 1:i + 2] in ("s", "S"):
+            members = _members("s")
+            negated = pattern[i + 1] == "S"
+            if in_class and negated:
+                raise ValueError(r"\S inside a character class cannot be expanded")
+            out.append(members if in_class else f"[{'^' if negated else ''}{members}]")
+            i += 2
+            continue
+        if c == "\\":
+            out.append(pattern[i:i + 2])
+            i += 2
+            continue
+        if c == "[":
+            in_class += 1
+        elif c == "]" and in_class:
+            in_class -= 1
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def hf_pattern(settings: _model.Settings, coarse: bool) -> str:
+    """The ``Split`` regex standing for the model's pre-tokenization (see the module notes).
+
+    ``coarse=True`` (superword models) joins consecutive word pretokens into one.
+    >>> s = _model.Settings(GPT4O, None, None, r"\\p{L}")
+    >>> hf_pattern(s, coarse=False) == explicit_classes(GPT4O)
+    True
+    """
+    main = settings.main_regex
+    scripts = settings.script_specific_scripts
+    script_aware = settings.script_specific_regex is not None
+    if script_aware and (main != GPT4O or settings.script_specific_regex != SCRIPT_SPECIFIC_GPT4O):
+        raise ValueError("only the built-in GPT-4o patterns can be exported with script-aware "
+                         "pre-tokenization (this model has its own patterns)")
+    if not script_aware and not coarse:
+        return explicit_classes(main) if main == GPT4O else main
+    if main != GPT4O:
+        raise ValueError("a superword model is exported with a coarse pattern built from the "
+                         "GPT-4o pattern; this model has its own pattern")
+    alternatives = _split_alternatives(GPT4O)
+    words, rest = alternatives[:_WORD_ALTERNATIVES], alternatives[_WORD_ALTERNATIVES:]
+    if script_aware:
+        letters = _script_letters(scripts or [])
+        # word letters: each class minus the configured scripts' letters
+        upper, lower = r"\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}", r"\p{Ll}\p{Lm}\p{Lo}\p{M}"
+        words = [w.replace(f"[{upper}]", f"[{upper}&&[^{letters}]]").replace(f"[{lower}]", f"[{lower}&&[^{letters}]]")
+                 for w in words]
+        words = [rf" ?[\p{{L}}&&[{letters}]]\p{{M}}*", *words]
+    if coarse:
+        words = ["(?:" + "|".join(words) + ")+"]
+    return explicit_classes("|".join([*words, *rest]))
+
+
+# -- writing tokenizer.json -------------------------------------------------------------------
+
+def _check_specials(model: _model.Model) -> None:
+    keys = {render(t): i for i, t in enumerate(model.vocab)}
+    for s, i in model.special_tokens.items():
+        if s in keys:
+            raise ValueError(f"special token {s!r} (id {i}) collides with vocabulary token {keys[s]} "
+                             f"(the same string in tokenizer.json); it cannot be exported")
+        if i < len(model.vocab):
+            raise ValueError(f"special token {s!r} has id {i}, which is the vocabulary token "
+                             f"{render(model.vocab[i])!r}")
+
+
+def hf_json(model: _model.Model) -> dict[str, Any]:
+    """The ``tokenizer.json`` of a model, as a dict."""
+    _check_specials(model)
+    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False,
+                  "use_regex": False}
+    pattern = hf_pattern(model.settings, coarse=model.kind != "word")
+    merges = [f"{render(m.left)} {render(m.right)}" for m in [*model.merges, *model.supermerges]]
+    return {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": [{"id": i, "content": s, "single_word": False, "lstrip": False,
+                          "rstrip": False, "normalized": False, "special": True}
+                         for s, i in sorted(model.special_tokens.items(), key=lambda kv: kv[1])],
+        "normalizer": None,
+        "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+            {"type": "Split", "pattern": {"Regex": pattern}, "behavior": "Isolated", "invert": False},
+            byte_level]},
+        "post_processor": byte_level,
+        "decoder": byte_level,
+        "model": {"type": "BPE", "dropout": None, "unk_token": None,
+                  "continuing_subword_prefix": None, "end_of_word_suffix": None, "fuse_unk": False,
+                  "byte_fallback": False, "ignore_merges": False,
+                  "vocab": {render(t): i for i, t in enumerate(model.vocab)}, "merges": merges},
+    }
+
+
+def _roles(model: _model.Model, roles: dict[str, str | None]) -> dict[str, str]:
+    """bos / eos / pad / unk token names; a name that is not a special token of the model yet is
+    added to the exported file (not to the model) with the next free id."""
+    out = {}
+    for role, token in roles.items():
+        if token is None:
+            continue
+        if not isinstance(token, str) or not token:
+            raise ValueError(f"{role} must be a non-empty str, got {token!r}")
+        if token not in model.special_tokens:
+            model.special_tokens[token] = len(model.vocab) + len(model.special_tokens)
+        out[role] = token
+    return out
+
+
+def save_hf(tok: Any, directory: str | os.PathLike[str], overwrite: bool = False,
+            roles: dict[str, str | None] | None = None, model_max_length: int | None = None) -> None:
+    """Write the three files into ``directory`` (created if needed).
+
+    A directory holding other files is refused unless ``overwrite=True`` (then the three files
+    are replaced; nothing else is touched).  All files are written to a temporary directory
+    first and renamed into place."""
+    model = model_of(tok)
+    directory = os.fspath(directory)
+    if os.path.exists(directory):
+        if not os.path.isdir(directory):
+            raise ValueError(f"{directory} exists and is not a directory")
+        if os.listdir(directory) and not overwrite:
+            raise ValueError(f"{directory} is not empty ({len(os.listdir(directory))} entries); pass "
+                             f"overwrite=True (--overwrite) to replace its tokenizer files")
+    named = _roles(model, roles or {})
+    texts = {
+        "tokenizer.json": json.dumps(hf_json(model), ensure_ascii=False, indent=1),
+        "tokenizer_config.json": json.dumps(_config(model, named, model_max_length), ensure_ascii=False, indent=1),
+        "special_tokens_map.json": json.dumps(named, ensure_ascii=False, indent=1),
+    }
+    os.makedirs(directory, exist_ok=True)
+    staging = tempfile.mkdtemp(prefix=".superword-", dir=directory)
+    try:
+        for name, text in texts.items():
+            with open(os.path.join(staging, name), "w", encoding="utf-8", newline="\n") as f:
+                f.write(text + "\n")
+        for name in texts:
+            os.replace(os.path.join(staging, name), os.path.join(directory, name))
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _config(model: _model.Model, named: dict[str, str], model_max_length: int | None) -> dict[str, Any]:
+    config: dict[str, Any] = {
+        "tokenizer_class": "PreTrainedTokenizerFast",
+        "clean_up_tokenization_spaces": False,
+        "added_tokens_decoder": {str(i): {"content": s, "lstrip": False, "normalized": False,
+                                          "rstrip": False, "single_word": False, "special": True}
+                                 for s, i in sorted(model.special_tokens.items(), key=lambda kv: kv[1])},
+    }
+    if model_max_length is not None:
+        config["model_max_length"] = model_max_length
+    config.update(named)
+    return config
+
+
+# -- tiktoken ---------------------------------------------------------------------------------
+
+def tiktoken_ranks_text(model: _model.Model) -> str:
+    """``.tiktoken`` ranks (rank = our id) of any model."""
+    return "".join(f"{base64.b64encode(t).decode('ascii')} {i}\n" for i, t in enumerate(model.vocab))
+
+
+def tiktoken_pattern(model: _model.Model) -> str:
+    """The pattern to give ``tiktoken.Encoding`` with :func:`tiktoken_ranks_text`'s ranks:
+    the model's own in simple mode, else the closest single pattern (see the module notes).
+    tiktoken's regex engine (``fancy-regex``) reads the same syntax as ``tokenizers``."""
+    return hf_pattern(model.settings, coarse=model.kind != "word")
+
+
+# -- agreement --------------------------------------------------------------------------------
+
+def agreement(ours: list[list[int]], theirs: list[list[int]]) -> dict[str, float]:
+    """Share of documents with identical ids, and the relative token-count difference
+    (theirs minus ours, over ours).
+
+    >>> agreement([[1, 2], [3]], [[1, 2], [4, 5]])
+    {'documents': 2, 'identical': 0.5, 'tokens': 3, 'token_difference': 0.3333333333333333}
+    """
+    if len(ours) != len(theirs):
+        raise ValueError("agreement needs the same number of documents on both sides")
+    same = sum(a == b for a, b in zip(ours, theirs))
+    n_ours = sum(map(len, ours))
+    n_theirs = sum(map(len, theirs))
+    return {"documents": len(ours), "identical": same / len(ours) if ours else 1.0,
+            "tokens": n_ours, "token_difference": (n_theirs - n_ours) / n_ours if n_ours else 0.0}
+
+
+# -- reading tokenizer.json -------------------------------------------------------------------
+
+def _hf_pretokenizer_pattern(pre: Any, name: str) -> str:
+    """The findall pattern equal to a byte-level ``pre_tokenizer`` section."""
+    if not isinstance(pre, dict):
+        raise ValueError(f"{name}: a byte-level BPE needs a ByteLevel pre_tokenizer (found {pre!r})")
+    if pre.get("type") == "ByteLevel":
+        if pre.get("add_prefix_space"):
+            raise ValueError(f"{name}: ByteLevel with add_prefix_space=true is not supported "
+                             f"(it changes the text before encoding)")
+        if not pre.get("use_regex", True):
+            raise ValueError(f"{name}: ByteLevel without a regex splits nothing; not supported")
+        return GPT2_PATTERN
+    if pre.get("type") == "Sequence":
+        parts = pre.get("pretokenizers") or []
+        if (len(parts) == 2 and parts[0].get("type") == "Split" and parts[1].get("type") == "ByteLevel"
+                and not parts[1].get("use_regex", True) and not parts[1].get("add_prefix_space")
+                and parts[0].get("behavior") == "Isolated" and not parts[0].get("invert")
+                and "Regex" in (parts[0].get("pattern") or {})):
+            return str(parts[0]["pattern"]["Regex"])
+    raise ValueError(f"{name}: unsupported pre_tokenizer {json.dumps(pre)[:200]}; superword reads "
+                     f"ByteLevel (GPT-2) or Sequence[Split(Regex, Isolated), ByteLevel(use_regex=false)] "
+                     f"(Llama-3 style)")
+
+
+def _parse_hf(path: str) -> tuple[dict[bytes, int], list[tuple[bytes, bytes]], dict[str, int], str]:
+    name = os.path.basename(path)
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{name} is not valid JSON (truncated?): {exc}") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{name} is not UTF-8 text") from None
+    if not isinstance(data, dict) or not isinstance(data.get("model"), dict):
+        raise ValueError(f"{name}: no 'model' section; not a tokenizers tokenizer.json")
+    model = data["model"]
+    kind = model.get("type")
+    if kind != "BPE":
+        raise ValueError(f"{name}: model type {kind!r} cannot be represented by superword; "
+                         f"only byte-level BPE (GPT-2 / Llama-3 style) is supported")
+    if data.get("normalizer") is not None:
+        raise ValueError(f"{name}: a normalizer changes the text before BPE; not supported")
+    for key in ("continuing_subword_prefix", "end_of_word_suffix", "dropout"):
+        if model.get(key):
+            raise ValueError(f"{name}: BPE option {key}={model[key]!r} is not supported")
+    decoder = data.get("decoder") or {}
+    if decoder.get("type") != "ByteLevel":
+        raise ValueError(f"{name}: not a byte-level BPE (decoder {decoder.get('type')!r}, expected ByteLevel)")
+    pattern = _hf_pretokenizer_pattern(data.get("pre_tokenizer"), name)
+
+    def parse(token: str) -> bytes:
+        try:
+            return bytes(CHAR_TO_BYTE[c] for c in token)
+        except KeyError:
+            raise ValueError(f"{name}: token {token!r} is not in the byte-level alphabet") from None
+
+    vocab_section = model.get("vocab")
+    if not isinstance(vocab_section, dict):
+        raise ValueError(f"{name}: the BPE model has no vocab")
+    vocab = {parse(t): i for t, i in vocab_section.items()}
+    merges = []
+    for n, m in enumerate(model.get("merges") or []):
+        pair = m.split(" ") if isinstance(m, str) else m
+        if not isinstance(pair, list) or len(pair) != 2:
+            raise ValueError(f"{name}: merge {n} is not a pair: {m!r}")
+        merges.append((parse(pair[0]), parse(pair[1])))
+    special = {t["content"]: int(t["id"]) for t in data.get("added_tokens") or []}
+    return vocab, merges, special, pattern
+
+
+def load_hf(path: str) -> tuple[str, str, dict[str, int]]:
+    """Check a byte-level BPE ``tokenizer.json`` and return ``(tiktoken ranks text, pattern,
+    special tokens)``: the model as a rank-based BPE.
+
+    Stock BPE merges the pair with the lowest *merge* rank; a ranks model joins the two parts
+    whose *concatenation* has the lowest rank.  The two agree when merge ``k`` makes the token
+    of the ``k``-th smallest id among merged tokens and no two tokens share a merge result,
+    which is what ``tokenizers``' trainer (and GPT-2, Llama-3) produce; other files are refused.
+    """
+    vocab, merges, special, pattern = _parse_hf(path)
+    name = os.path.basename(path)
+    made = []
+    for n, (a, b) in enumerate(merges):
+        if a not in vocab or b not in vocab or a + b not in vocab:
+            raise ValueError(f"{name}: merge {n} ({render(a)} {render(b)}) uses or makes a token "
+                             f"that is not in the vocab")
+        made.append(vocab[a + b])
+    if made != sorted(made) or len(set(made)) != len(made):
+        raise ValueError(f"{name}: the merges do not create tokens in increasing id order; such a "
+                         f"BPE cannot be represented as ranks exactly")
+    made_ids, special_ids = set(made), set(special.values())
+    single = [t for t, i in vocab.items() if len(t) > 1 and i not in made_ids and i not in special_ids]
+    if single:
+        raise ValueError(f"{name}: {len(single)} multi-byte tokens (e.g. {render(single[0])!r}) are "
+                         f"made by no merge; not supported")
+    ids = {i for i in vocab.values()}
+    for s, i in special.items():
+        if i in ids and vocab.get(s.encode("utf-8")) != i:
+            raise ValueError(f"{name}: special token {s!r} has id {i}, which a vocab token uses")
+    text = "".join(f"{base64.b64encode(t).decode('ascii')} {i}\n" for t, i in vocab.items()
+                   if i not in special_ids)
+    return text, pattern, special
+
+
+@contextlib.contextmanager
+def temporary_file(text: str, suffix: str) -> Iterator[str]:
+    fd, path = tempfile.mkstemp(suffix=suffix)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        yield path
+    finally:
+        os.unlink(path)
+
+
+def write_atomic(path: str, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and a rename."""
+    _model.write_text_atomic(path, text)
+
+
+# -- minbpe -----------------------------------------------------------------------------------
+#
+# minbpe has 256 byte tokens (id = byte value) and merge i makes id 256 + i; superword has 243
+# byte tokens (SPEC 2.2) and a merge whose bytes are already a token adds no id (SPEC 2.6).  Both
+# encode a chunk the same way (the adjacent pair of smallest merge index, all its occurrences,
+# left to right), so a word model in simple mode and a minbpe model with the same merges cut
+# every text into the same tokens; only the ids are numbered differently.  Two merges with the
+# same bytes (e.g. (ab, c) and (a, bc)) make one token in superword but two in minbpe, where
+# later merges can only use one of them: such models are refused both ways.
+
+#: minbpe's BasicTokenizer has no pattern: the whole text is one chunk.
+WHOLE_TEXT_PATTERN = r"[\s\S]+"
+
+
+def minbpe_from_model(model: _model.Model) -> tuple[dict[tuple[int, int], int], str]:
+    """minbpe ``merges`` and ``pattern`` equal to a word model in simple mode."""
+    if model.kind != "word" or model.settings.script_specific_regex is not None:
+        raise ValueError("only plain BPE models with simple pre-tokenization (algorithm='bpe', "
+                         "script_aware=False) have a minbpe equivalent: minbpe has no supermerges "
+                         "and no script runs")
+    ids = {bytes([b]): b for b in range(256)}
+    merges = {}
+    for n, m in enumerate(model.merges):
+        made = m.left + m.right
+        if made in ids:
+            raise ValueError(f"merge {n} ({render(m.left)} {render(m.right)}) makes a token that an "
+                             f"earlier merge made; minbpe would give it a second id")
+        merges[(ids[m.left], ids[m.right])] = ids[made] = 256 + n
+    return merges, model.settings.main_regex
+
+
+def model_from_minbpe(merges: dict[tuple[int, int], int], pattern: str) -> _model.Model:
+    """The superword word model equal to minbpe ``merges`` (minbpe's id order) and ``pattern``."""
+    from .reference.tokens import BYTE_TOKENS
+    vocab = {i: bytes([i]) for i in range(256)}
+    out = []
+    known = set(BYTE_TOKENS)
+    for (a, b), idx in sorted(merges.items(), key=lambda kv: kv[1]):
+        if a not in vocab or b not in vocab:
+            raise ValueError(f"minbpe merge ({a}, {b}) -> {idx} uses an id that no earlier merge made")
+        left, right = vocab[a], vocab[b]
+        for raw in (left, right):
+            if len(raw) == 1 and raw not in known:
+                raise ValueError(f"minbpe merge ({a}, {b}) uses byte 0x{raw[0]:02X}, which never occurs "
+                                 f"in UTF-8 text and has no superword token")
+        vocab[idx] = left + right
+        if vocab[idx] in known:
+            raise ValueError(f"minbpe merge ({a}, {b}) -> {idx} makes bytes {vocab[idx]!r} that another "
+                             f"token already has; superword would merge them into one token")
+        known.add(vocab[idx])
+        out.append(Merge(left, right, 0, False))
+    tokens = [*BYTE_TOKENS, *(m.left + m.right for m in out)]
+    settings = _model.Settings(pattern or WHOLE_TEXT_PATTERN, None, None, r"\p{L}")
+    return _model.Model("word", settings, tokens, [0] * len(tokens), [False] * len(tokens), out)
+
+
+# -- measured agreement -------------------------------------------------------------------------
+
+def hf_agreement(tok: Any, directory: str, texts: list[str]) -> dict[str, float]:
+    """:func:`agreement` of ``tokenizers`` loading ``directory/tokenizer.json`` with ``tok``."""
+    try:
+        from tokenizers import Tokenizer as HFTokenizer
+    except ImportError:
+        raise ImportError("measuring the export needs tokenizers: pip install superword[hf]") from None
+    hf = HFTokenizer.from_file(os.path.join(directory, "tokenizer.json"))
+    theirs = [e.ids for e in hf.encode_batch_fast(texts, add_special_tokens=False)]
+    return agreement(tok.encode_batch(texts, allowed_special="none"), theirs)
+
+
+def tiktoken_agreement(tok: Any, path: str, pattern: str, texts: list[str]) -> dict[str, float]:
+    """:func:`agreement` of ``tiktoken`` with the ranks at ``path`` and ``pattern``."""
+    try:
+        import tiktoken
+        from tiktoken.load import load_tiktoken_bpe
+    except ImportError:
+        raise ImportError("measuring the export needs tiktoken: pip install tiktoken") from None
+    enc = tiktoken.Encoding(name="superword-export", pat_str=pattern,
+                            mergeable_ranks=load_tiktoken_bpe(path), special_tokens={})
+    return agreement(tok.encode_batch(texts, allowed_special="none"),
+                     enc.encode_ordinary_batch(texts))
