@@ -54,12 +54,14 @@ fn guard<T>(f: impl FnOnce() -> Result<T, Error>) -> PyResult<T> {
 /// Reports progress to an optional Python callable (at most every 100 ms), and stops the work
 /// when Ctrl-C is pressed or the callable raises.
 ///
-/// Ctrl-C: Python runs signal handlers only on its main thread, while the work runs on other
-/// threads (rayon's, or a worker of [`PyControl::watch`]).  So the calling thread watches: it
-/// checks for signals every 50 ms and raises `stop`, which the work sees at its next
-/// [`Control::progress`] and the file reader before each read.  Every stage reports progress
-/// at least every few hundred milliseconds (per merge, per block of input, per long sequence),
-/// so the exception arrives within a second.
+/// Ctrl-C: Python runs signal handlers only on its main thread, and before this the training
+/// ran inside `pool.install` on rayon's threads, so the interrupt came when training ended
+/// (70 s later for a 200 MB line).  Now the work runs on a thread of its own
+/// ([`PyControl::watch`]) and the calling thread checks for signals every 50 ms: the
+/// KeyboardInterrupt is raised at once, and `stop` tells the abandoned work to end at its next
+/// [`Control::progress`] (every 256 merges, every block of input) or, in the file reader,
+/// before its next read.  Stages without checks (the candidates) finish first, in the
+/// background, and their result is dropped.
 struct PyControl {
     callback: Option<Py<PyAny>>,
     /// when and for which stage the last report went out
