@@ -7,6 +7,8 @@
 
 use std::fs::File;
 use std::io::{ErrorKind, Read};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use crate::error::{Error, Result};
 
@@ -127,22 +129,31 @@ pub struct Files {
     pub paths: Vec<String>,
     /// the JSON field holding the text, for `.jsonl` files
     pub text_field: String,
+    /// when raised, reading stops with [`Error::Interrupted`] before the next read (Ctrl-C)
+    pub stop: Option<Arc<AtomicBool>>,
 }
+
+/// The byte order mark some editors put at the start of a UTF-8 file: not text.
+const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// The size of the blocks in which files are read.
 pub const BLOCK_BYTES: usize = 32 << 20;
 
 impl Documents for Files {
     fn for_each_batch(&mut self, f: &mut dyn FnMut(&[&str]) -> Result<()>) -> Result<()> {
-        for_each_batch(&self.paths, &self.text_field, BLOCK_BYTES, f)
+        let stop = self.stop.as_deref();
+        for_each_batch(&self.paths, &self.text_field, BLOCK_BYTES, stop, f)
     }
 }
 
-/// Call `f` with the documents of `paths`, a block at a time.
+/// Call `f` with the documents of `paths`, a block at a time.  A UTF-8 byte order mark at the
+/// start of a file is skipped (editors on Windows write one).  `stop` is checked before every
+/// read of at most 16 MB, so that a very long line (read until its end) can be interrupted.
 pub fn for_each_batch(
     paths: &[String],
     text_field: &str,
     batch_bytes: usize,
+    stop: Option<&AtomicBool>,
     f: &mut dyn FnMut(&[&str]) -> Result<()>,
 ) -> Result<()> {
     for path in paths {
@@ -155,6 +166,7 @@ pub fn for_each_batch(
         let mut line_number = 0usize; // lines before `buf`
         let mut eof = false;
         let mut want = batch_bytes; // grows while one line is longer than a block
+        let mut at_start = true;
         while !eof {
             // fill the block
             let read_error = |e: std::io::Error| match e.kind() {
@@ -166,6 +178,9 @@ pub fn for_each_batch(
                 _ => Error::Io(format!("{path}: cannot be read ({e})")),
             };
             while buf.len() < want {
+                if stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
+                    return Err(Error::Interrupted);
+                }
                 let start = buf.len();
                 buf.resize(start + (want - start).clamp(1 << 20, 1 << 24), 0);
                 let n = reader.read(&mut buf[start..]).map_err(read_error)?;
@@ -173,6 +188,12 @@ pub fn for_each_batch(
                 if n == 0 {
                     eof = true;
                     break;
+                }
+            }
+            if at_start {
+                at_start = false;
+                if buf.starts_with(UTF8_BOM) {
+                    buf.drain(..UTF8_BOM.len());
                 }
             }
             // the complete lines of the block (all of it at the end of the file)

@@ -69,6 +69,7 @@ fn train_like_golden(f: Folder, name: &str, m: usize) -> String {
     let mut documents = Files {
         paths: vec![golden().join(corpus).to_str().unwrap().to_string()],
         text_field: "text".into(),
+        stop: None,
     };
     let mut stats = Vec::new();
     let pool = rayon::ThreadPoolBuilder::new().build().unwrap();

@@ -5,9 +5,10 @@ text better than plain BPE.  Train one with :func:`train`, load one with
 :meth:`Tokenizer.load`, compare models with :func:`evaluate`.  The pure-Python reference implementation is
 :mod:`superword.reference`; the compiled Rust core is ``superword._core``.
 """
-from ._api import CL100K_PATTERN, CL100K_SPECIAL, Tokenizer, train
+from ._api import CL100K_PATTERN, CL100K_SPECIAL, Tokenizer, TrainingShortfall, train
 from .stats import evaluate
 
 __version__ = "0.1.0"
 
-__all__ = ["CL100K_PATTERN", "CL100K_SPECIAL", "Tokenizer", "evaluate", "train", "__version__"]
+__all__ = ["CL100K_PATTERN", "CL100K_SPECIAL", "Tokenizer", "TrainingShortfall", "evaluate", "train",
+           "__version__"]

@@ -12,9 +12,10 @@ import math
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
+import warnings
+from collections.abc import Callable, Collection, Iterable, Iterator
 from collections.abc import Set as AbstractSet
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from . import _inputs, _provenance
 from ._reference_core import ReferenceCore, ReferenceRankCore
@@ -24,6 +25,10 @@ from .reference import train as _ref_train
 BACKENDS = ("rust", "reference")
 DEFAULT_BACKEND = "rust"
 MIN_VOCAB_SIZE = 243
+#: token ids are 32-bit; 2**31 leaves the upper half for special tokens
+MAX_VOCAB_SIZE = 2**31
+#: the environment variable that sets the default number of threads (as for rayon itself)
+THREADS_VARIABLE = "RAYON_NUM_THREADS"
 
 Progress = Callable[[str, int, int], None]
 
@@ -63,6 +68,72 @@ def _check_int(name: str, value: object) -> int:
     return value
 
 
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the system tells it)."""
+    if hasattr(os, "process_cpu_count"):  # Python 3.13
+        return os.process_cpu_count() or 1
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1
+
+
+def resolve_threads(threads: int | None) -> int:
+    """The number of worker threads for ``threads``.
+
+    ``None`` means the environment variable ``RAYON_NUM_THREADS`` when it is set to a positive
+    number, else all available cores.  A number above the available cores is reduced to them:
+    more workers than cores only add overhead, and results never depend on the count.  So a
+    process never starts more workers than it has cores, whatever it is asked.
+
+    >>> resolve_threads(1)
+    1
+    """
+    if threads is None:
+        text = os.environ.get(THREADS_VARIABLE, "").strip()
+        if not text or text == "0":  # rayon's own rule: unset or 0 means all cores
+            return available_cores()
+        try:
+            threads = int(text)
+        except ValueError:
+            raise ValueError(f"the environment variable {THREADS_VARIABLE} must be a whole number "
+                             f"of threads, got {text!r}") from None
+        if threads < 1:
+            raise ValueError(f"the environment variable {THREADS_VARIABLE} must be at least 1 "
+                             f"(or 0 for all cores), got {threads}")
+    else:
+        threads = _check_int("threads", threads)
+        if threads < 1:
+            raise ValueError(f"threads must be at least 1 (or None for all cores), got {threads}")
+    return min(threads, available_cores())
+
+
+def _warn_if_short(tok: Tokenizer, vocab_size: int, algorithm: str, supermerges: int | None) -> None:
+    """Say so when training could not make what was asked: the corpus ran out of pairs."""
+    got = tok.vocab_size
+    if algorithm == "superbpe":
+        assert supermerges is not None
+        regular = got - tok.num_supermerges
+        if regular < vocab_size - supermerges:
+            warnings.warn(f"SuperBPE: phase 1 made {regular:,} of the {vocab_size - supermerges:,} "
+                          f"regular tokens requested (vocab_size - supermerges): no pair of tokens "
+                          f"within a pretoken is left to merge in this corpus", TrainingShortfall,
+                          stacklevel=3)
+        if tok.num_supermerges < supermerges:
+            warnings.warn(f"SuperBPE: made {tok.num_supermerges:,} of the {supermerges:,} supermerges "
+                          f"requested ({got:,} of {vocab_size:,} tokens): no pair of tokens is left to "
+                          f"merge across pretokens in this corpus", TrainingShortfall, stacklevel=3)
+    elif got < vocab_size:
+        warnings.warn(f"{'BPE' if algorithm == 'bpe' else 'BoundlessBPE'}: training stopped at "
+                      f"{got:,} of the {vocab_size:,} tokens requested: no pair of tokens is left to "
+                      f"merge in this corpus (it is too small for this vocab_size)",
+                      TrainingShortfall, stacklevel=3)
+
+
+class TrainingShortfall(UserWarning):
+    """Training could not make as many tokens (or supermerges) as requested: the corpus ran
+    out of pairs to merge.  The model is still valid, just smaller."""
+
+
 def train(inputs: Any, vocab_size: int = 32768, algorithm: str = "boundless",
           supermerges: int | None = None, script_aware: bool = True,
           scripts: Iterable[str] | None = None, greedy_split: bool = False,
@@ -84,7 +155,8 @@ def train(inputs: Any, vocab_size: int = 32768, algorithm: str = "boundless",
     ``script_aware``: cut text into single-script runs and split ``scripts`` (default: Han,
     Hiragana, Katakana, Khmer, Lao, Myanmar, Thai) into one letter per pretoken.
     ``pattern`` / ``script_pattern`` replace the GPT-4o patterns.  ``threads``: worker
-    threads of the Rust backend (default: all cores; results never depend on it).
+    threads of the Rust backend (default: ``RAYON_NUM_THREADS`` if set, else all cores; never
+    more than the available cores; results never depend on it).
     ``progress(stage, done, total)`` is called as training advances.
     ``tau``: PickyBPE (SPEC 9): after a merge of ``(a, b)`` the word model deletes ``a``
     (and ``b``) when ``count(a, b) / count(a) >= tau``; the default 1.1 never deletes.
@@ -92,7 +164,7 @@ def train(inputs: Any, vocab_size: int = 32768, algorithm: str = "boundless",
     that first made it.  ``greedy_split`` shapes phase 2's training only; the model file and
     the encoding are the paper's (SPEC 3.1).
 
-    >>> tok = train(["the cat sat on the mat"] * 5, vocab_size=256, algorithm="bpe")
+    >>> tok = train(["the cat sat on the mat"] * 5, vocab_size=250, algorithm="bpe")
     >>> tok.decode(tok.encode("the cat"))
     'the cat'
     """
@@ -100,6 +172,9 @@ def train(inputs: Any, vocab_size: int = 32768, algorithm: str = "boundless",
     if vocab_size < MIN_VOCAB_SIZE:
         raise ValueError(f"vocab_size must be at least {MIN_VOCAB_SIZE} (the byte tokens), "
                          f"got {vocab_size}")
+    if vocab_size > MAX_VOCAB_SIZE:
+        raise ValueError(f"vocab_size must be at most {MAX_VOCAB_SIZE:,} (2**31: token ids are "
+                         f"32-bit, with room left for special tokens), got {vocab_size:,}")
     if algorithm not in _ref_train.ALGORITHMS:
         raise ValueError(f"algorithm must be 'bpe', 'boundless' or 'superbpe', got {algorithm!r}")
     if algorithm == "superbpe":
@@ -124,10 +199,7 @@ def train(inputs: Any, vocab_size: int = 32768, algorithm: str = "boundless",
         if isinstance(scripts, str):
             raise TypeError("scripts must be a list of script names, e.g. ['Han', 'Thai']")
         scripts = list(scripts)
-    if threads is not None:
-        threads = _check_int("threads", threads)
-        if threads < 1:
-            raise ValueError(f"threads must be at least 1 (or None for all cores), got {threads}")
+    threads = resolve_threads(threads)
     if script_pattern is not None and not script_aware:
         raise ValueError("script_pattern only applies with script_aware=True")
     if isinstance(tau, bool) or not isinstance(tau, (int, float)):
@@ -168,6 +240,7 @@ def train(inputs: Any, vocab_size: int = 32768, algorithm: str = "boundless",
             pattern=main, script_pattern=script, scripts=names, greedy_split=greedy_split,
             tau=tau, blowup=blowup, progress=progress, stats=stats)
         tok = Tokenizer(ReferenceCore(model, training_stats=stats), backend)
+    _warn_if_short(tok, vocab_size, algorithm, supermerges)
     if paths is not None:
         inputs_record = [{"name": p, "documents": None, "bytes": os.path.getsize(p)} for p in paths]
     else:
@@ -182,6 +255,29 @@ def train(inputs: Any, vocab_size: int = 32768, algorithm: str = "boundless",
 
 
 AllowedSpecial = Literal["all", "none", "none_raise"] | AbstractSet[str]
+DisallowedSpecial = Literal["all"] | Collection[str]
+
+
+class IdArrays(NamedTuple):
+    """``encode_batch(..., return_array=True)``: all ids back to back, and where each text's
+    ids start and end (text ``i`` is ``ids[bounds[i]:bounds[i + 1]]``)."""
+    ids: Any
+    bounds: Any
+
+
+def _disallowed(disallowed_special: object, special: dict[str, int]) -> AbstractSet[str]:
+    if isinstance(disallowed_special, str):
+        if disallowed_special != "all":
+            raise ValueError(f"disallowed_special must be 'all' or a collection of special "
+                             f"tokens, got {disallowed_special!r}")
+        return frozenset(special)
+    if not isinstance(disallowed_special, Collection):
+        raise TypeError(f"disallowed_special must be 'all' or a collection of special tokens, "
+                        f"not {type(disallowed_special).__name__}")
+    unknown = sorted(str(s) for s in disallowed_special if s not in special)
+    if unknown:
+        raise ValueError(f"disallowed_special names tokens that are not registered: {unknown}")
+    return frozenset(disallowed_special)
 
 
 class Tokenizer:
@@ -250,11 +346,16 @@ class Tokenizer:
         return cls(impl, backend)
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the model file atomically (a temporary file, then a rename), and, when
-        :attr:`provenance` is known, the sidecar ``path + ".json"`` describing how it was made.  A
-        model trained with ``greedy_split=True`` also gets its n-gram table in ``<path>.ngrams``
-        which only ``Tokenizer.load(path, greedy_split=True)`` reads."""
-        self._impl.save(os.fspath(path))
+        """Write the model file atomically, and, when :attr:`provenance` is known, the sidecar
+        ``path + ".json"`` describing how it was made.  A model trained with
+        ``greedy_split=True`` also gets its n-gram table in ``<path>.ngrams``, which only
+        ``Tokenizer.load(path, greedy_split=True)`` reads.
+
+        A reader sees the old file or the new one, never a part, even after a ``kill -9``;
+        saves from several threads to one path do not collide (the last one wins).  ``path``
+        must be a regular file or absent: a folder, FIFO or device node is refused; a symbolic
+        link is written through (the file it points to is replaced)."""
+        self._impl.save(os.fspath(path))  # the model file and its n-gram sidecar
         if self.provenance is not None:
             _provenance.write(path, self.provenance, self.model_text())
 
@@ -355,6 +456,101 @@ class Tokenizer:
     def is_superword(self, token_id: int) -> bool:
         return self._impl.is_superword(_check_int("token id", token_id))
 
+    # -- names other libraries use (tiktoken, Hugging Face tokenizers) ---------------------------
+
+    @property
+    def n_vocab(self) -> int:
+        """tiktoken's name for :attr:`vocab_size` (the largest id + 1)."""
+        return self.vocab_size
+
+    def __len__(self) -> int:
+        """Hugging Face's ``len(tokenizer)``: :attr:`vocab_size`, special tokens included."""
+        return self.vocab_size
+
+    @property
+    def eot_token(self) -> int:
+        """tiktoken's end-of-text id: the id of the special token ``<|endoftext|>``."""
+        eot = self._impl.special_tokens.get("<|endoftext|>")
+        if eot is None:
+            raise ValueError("this model has no special token '<|endoftext|>'; add it with "
+                             "tok.register_special_tokens(['<|endoftext|>'])")
+        return eot
+
+    def encode_single_token(self, text_or_bytes: str | bytes) -> int:
+        """tiktoken's ``encode_single_token``: the id of the one token that is exactly this
+        text (a special token's text included) or these bytes; ``KeyError`` if none is."""
+        if isinstance(text_or_bytes, str):
+            special = self._impl.special_tokens.get(text_or_bytes)
+            if special is not None:
+                return special
+            raw = text_or_bytes.encode("utf-8", errors="surrogatepass")
+        elif isinstance(text_or_bytes, (bytes, bytearray)):
+            raw = bytes(text_or_bytes)
+        else:
+            raise TypeError(f"encode_single_token takes str or bytes, not {type(text_or_bytes).__name__}")
+        found = self._impl.id_of(raw)
+        if found is None:
+            raise KeyError(f"{text_or_bytes!r} is not a single token of this model")
+        return found
+
+    def decode_single_token_bytes(self, token_id: int) -> bytes:
+        """tiktoken's name for :meth:`token_bytes`."""
+        return self.token_bytes(token_id)
+
+    def decode_with_offsets(self, ids: Iterable[int]) -> tuple[str, list[int]]:
+        """tiktoken's ``decode_with_offsets``: the decoded text and, per token, the index of
+        the character where it starts (a token that begins inside a character gets the index
+        of that character).
+
+        >>> tok = train(["the cat sat on the mat"] * 5, vocab_size=250, algorithm="bpe")
+        >>> text, starts = tok.decode_with_offsets(tok.encode("the cat"))
+        >>> [text[a:b] for a, b in zip(starts, [*starts[1:], len(text)])] == [
+        ...     raw.decode() for raw in map(tok.token_bytes, tok.encode("the cat"))]
+        True
+        """
+        ids = list(ids)
+        text = self.decode(ids)
+        starts, chars = [], 0
+        for i in ids:
+            raw = self.token_bytes(i)
+            continues = bool(raw) and 0x80 <= raw[0] < 0xC0  # a UTF-8 continuation byte
+            starts.append(max(chars - continues, 0))
+            chars += sum(1 for b in raw if not 0x80 <= b < 0xC0)
+        return text, starts
+
+    def get_vocab(self) -> dict[str, int]:
+        """Hugging Face's ``get_vocab()``: every token as a string in the byte-level alphabet
+        of GPT-2 and Hugging Face byte-level BPE (a space is ``Ġ``, a newline ``Ċ``, every byte
+        one character), special tokens as themselves.  :meth:`token_bytes` gives raw bytes."""
+        vocab = {_to_byte_level(raw): i for i, raw, _ in self._impl.vocab_items()}
+        vocab.update(self._impl.special_tokens)
+        return vocab
+
+    def token_to_id(self, token: str) -> int | None:
+        """Hugging Face's ``token_to_id``: the id of a token written as in :meth:`get_vocab`
+        (byte-level alphabet, or a special token's text), or ``None``."""
+        if not isinstance(token, str):
+            raise TypeError(f"token must be a str, not {type(token).__name__}")
+        special = self._impl.special_tokens.get(token)
+        if special is not None:
+            return special
+        raw = _from_byte_level(token)
+        return None if raw is None else self._impl.id_of(raw)
+
+    def id_to_token(self, token_id: int) -> str | None:
+        """Hugging Face's ``id_to_token``: the token as in :meth:`get_vocab`, or ``None`` for
+        an id that is not in the model."""
+        token_id = _check_int("token id", token_id)
+        for text, i in self._impl.special_tokens.items():
+            if i == token_id:
+                return text
+        if not 0 <= token_id < self.vocab_size:
+            return None
+        try:
+            return _to_byte_level(self._impl.token_bytes(token_id))
+        except ValueError:
+            return None
+
     def __iter__(self) -> Iterator[tuple[int, bytes, bool]]:
         """(id, bytes, is_superword) for every regular and superword token."""
         return iter(self._impl.vocab_items())
@@ -398,12 +594,26 @@ class Tokenizer:
             _check_text(text)  # names the problem
             raise
 
-    def encode(self, text: str, allowed_special: AllowedSpecial = "none_raise") -> list[int]:
+    def encode(self, text: str, allowed_special: AllowedSpecial = "none_raise",
+               disallowed_special: DisallowedSpecial | None = None) -> list[int]:
         """Encode ``text``.  ``allowed_special``: ``"all"``, ``"none"`` (specials are ordinary
-        text), ``"none_raise"`` (raise if one occurs; the default) or a set of specials."""
+        text), ``"none_raise"`` (raise if one occurs; the default) or a set of specials.
+
+        ``disallowed_special`` is tiktoken's argument, for code written against it: the
+        special tokens that raise when they occur (``"all"``: every one not allowed; ``()``:
+        none, so they are encoded as text).  When given, it replaces the raising part of
+        ``allowed_special``.
+
+        >>> tok = train(["the cat sat on the mat"] * 5, vocab_size=250, algorithm="bpe")
+        >>> _ = tok.register_special_tokens(["<|endoftext|>"])
+        >>> tok.encode("cat<|endoftext|>", allowed_special={"<|endoftext|>"})[-1] == tok.eot_token
+        True
+        >>> len(tok.encode("<|endoftext|>", disallowed_special=()))  # as text
+        13
+        """
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, not {type(text).__name__}")
-        allowed = self._allowed(allowed_special, [text])
+        allowed = self._allowed(allowed_special, [text], disallowed_special)
         try:
             return self._impl.encode(text, allowed)
         except UnicodeEncodeError:
@@ -411,24 +621,26 @@ class Tokenizer:
             raise
 
     def encode_batch(self, texts: Iterable[str], allowed_special: AllowedSpecial = "none_raise",
-                     threads: int | None = None, return_array: bool = False) -> Any:
-        """Encode many texts, in parallel with the GIL released (``threads=None``: all
-        cores).  The ids never depend on ``threads``.
+                     threads: int | None = None, return_array: bool = False,
+                     disallowed_special: DisallowedSpecial | None = None) -> Any:
+        """Encode many texts, in parallel with the GIL released.  ``threads=None``: the
+        environment variable ``RAYON_NUM_THREADS`` if set, else all cores; more threads than
+        cores are never started.  The ids never depend on ``threads``.  Safe to call from
+        many Python threads on one tokenizer.
 
-        ``return_array=True`` returns ``(ids, offsets)`` as numpy arrays instead of lists:
-        all ids (``uint32``) back to back, and ``len(texts) + 1`` offsets (``uint64``), text
-        ``i`` being ``ids[offsets[i]:offsets[i + 1]]``; no Python object per token."""
+        ``return_array=True`` returns ``IdArrays(ids, bounds)`` of numpy arrays instead of
+        lists: all ids (``uint32``) back to back, and ``len(texts) + 1`` bounds (``uint64``),
+        text ``i`` being ``ids[bounds[i]:bounds[i + 1]]``; no Python object per token.  (The
+        bounds are positions in ``ids``, one pair per *text*, not character offsets per token:
+        for those, see :meth:`decode_with_offsets`.)"""
         if isinstance(texts, str):
             raise TypeError("encode_batch takes a list of texts; use encode for one text")
         texts = list(texts)
         for i, t in enumerate(texts):
             if not isinstance(t, str):
                 raise TypeError(f"text {i} of encode_batch is {type(t).__name__}, not str")
-        if threads is not None:
-            threads = _check_int("threads", threads)
-            if threads < 1:
-                raise ValueError(f"threads must be at least 1 (or None for all cores), got {threads}")
-        allowed = self._allowed(allowed_special, texts)
+        threads = resolve_threads(threads)
+        allowed = self._allowed(allowed_special, texts, disallowed_special)
         try:
             if return_array:
                 return _as_arrays(*self._flat(texts, allowed, threads))
@@ -457,33 +669,41 @@ class Tokenizer:
             offsets.byteswap()
         return ids.tobytes(), offsets.tobytes()
 
-    def _allowed(self, allowed_special: object, texts: list[str]) -> list[str]:
-        """The special tokens to recognise, after the ``allowed_special`` policy."""
+    def _allowed(self, allowed_special: object, texts: list[str],
+                 disallowed_special: object = None) -> list[str]:
+        """The special tokens to recognise, after the ``allowed_special`` policy (and
+        tiktoken's ``disallowed_special``, when given)."""
         special = self._impl.special_tokens
+        raising: AbstractSet[str] = frozenset()
         if isinstance(allowed_special, str):
             if allowed_special == "all":
-                return list(special)
-            if allowed_special == "none":
-                return []
-            if allowed_special == "none_raise":
-                for n, text in enumerate(texts):
-                    for s in sorted(special, key=len, reverse=True):
-                        if s in text:
-                            where = f"text {n}" if len(texts) > 1 else "text"
-                            raise ValueError(
-                                f"{where} contains the special token {s!r} at index {text.index(s)}; "
-                                f"pass allowed_special='all' (or a set) to encode it as a special "
-                                f"token, or 'none' to encode it as text")
-                return []
-            raise ValueError(f"allowed_special must be 'all', 'none', 'none_raise' or a set "
-                             f"of special tokens, got {allowed_special!r}")
-        if isinstance(allowed_special, AbstractSet):
-            unknown = [s for s in allowed_special if s not in special]
+                allowed: AbstractSet[str] = frozenset(special)
+            elif allowed_special in ("none", "none_raise"):
+                allowed = frozenset()
+                if allowed_special == "none_raise":
+                    raising = frozenset(special)
+            else:
+                raise ValueError(f"allowed_special must be 'all', 'none', 'none_raise' or a set "
+                                 f"of special tokens, got {allowed_special!r}")
+        elif isinstance(allowed_special, AbstractSet):
+            unknown = sorted(s for s in allowed_special if s not in special)
             if unknown:
                 raise ValueError(f"allowed_special names tokens that are not registered: {unknown}")
-            return sorted(allowed_special)
-        raise TypeError(f"allowed_special must be 'all', 'none', 'none_raise' or a set, "
-                        f"not {type(allowed_special).__name__}")
+            allowed = frozenset(allowed_special)
+        else:
+            raise TypeError(f"allowed_special must be 'all', 'none', 'none_raise' or a set, "
+                            f"not {type(allowed_special).__name__}")
+        if disallowed_special is not None:
+            raising = _disallowed(disallowed_special, special)
+        for n, text in enumerate(texts):
+            for s in sorted(raising - allowed, key=len, reverse=True):
+                if s in text:
+                    where = f"text {n}" if len(texts) > 1 else "text"
+                    raise ValueError(
+                        f"{where} contains the special token {s!r} at index {text.index(s)}; "
+                        f"pass allowed_special='all' (or a set) to encode it as a special "
+                        f"token, or 'none' (disallowed_special=()) to encode it as text")
+        return sorted(allowed)
 
     def encode_with_tokens(self, text: str) -> list[tuple[int, bytes]]:
         """``(id, token bytes)`` for each token of ``text`` (no special tokens): how the
@@ -518,12 +738,42 @@ class Tokenizer:
         return [self.decode(ids) for ids in batch]
 
 
-def _as_arrays(ids: bytes, offsets: bytes) -> tuple[Any, Any]:
+def _byte_level_alphabet() -> list[str]:
+    """GPT-2's printable stand-in for each byte: the 188 printable Latin-1 characters other
+    than space stand for themselves; the other 68 bytes (controls, space, DEL, NBSP, soft
+    hyphen...) take U+0100, U+0101, ... in byte order, so a space is 'Ġ' (U+0120)."""
+    printable = {*range(0x21, 0x7F), *range(0xA1, 0xAD), *range(0xAE, 0x100)}
+    alphabet, extra = [], 0x100
+    for b in range(256):
+        if b in printable:
+            alphabet.append(chr(b))
+        else:
+            alphabet.append(chr(extra))
+            extra += 1
+    return alphabet
+
+
+_BYTE_LEVEL = _byte_level_alphabet()
+_FROM_BYTE_LEVEL = {c: b for b, c in enumerate(_BYTE_LEVEL)}
+
+
+def _to_byte_level(raw: bytes) -> str:
+    return "".join(_BYTE_LEVEL[b] for b in raw)
+
+
+def _from_byte_level(text: str) -> bytes | None:
+    try:
+        return bytes(_FROM_BYTE_LEVEL[c] for c in text)
+    except KeyError:
+        return None
+
+
+def _as_arrays(ids: bytes, bounds: bytes) -> IdArrays:
     try:
         import numpy as np
     except ImportError:
         raise ImportError("encode_batch(return_array=True) needs numpy: pip install numpy") from None
-    return np.frombuffer(ids, dtype="<u4"), np.frombuffer(offsets, dtype="<u8")
+    return IdArrays(np.frombuffer(ids, dtype="<u4"), np.frombuffer(bounds, dtype="<u8"))
 
 
 @contextlib.contextmanager

@@ -16,6 +16,8 @@ import platform
 import warnings
 from typing import Any
 
+from ._files import write_text_atomic
+
 FORMAT = "superword provenance 1"
 
 
@@ -46,15 +48,8 @@ def digest(model_text: str) -> str:
 
 def write(model_path: str | os.PathLike[str], provenance: dict[str, Any], model_text: str) -> None:
     record = dict(provenance, model_sha256=digest(model_text))
-    path = sidecar_path(model_path)
-    tmp = f"{path}.tmp{os.getpid()}"
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:  # the user's umask, like the model file
-            f.write(json.dumps(record, indent=2, ensure_ascii=False) + "\n")
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    write_text_atomic(sidecar_path(model_path),
+                      json.dumps(record, indent=2, ensure_ascii=False) + "\n")
 
 
 def read(model_path: str | os.PathLike[str], model_text: str) -> dict[str, Any] | None:

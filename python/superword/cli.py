@@ -21,6 +21,7 @@ import os
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -288,7 +289,9 @@ def _compression_summary(tok: _api.Tokenizer, args: argparse.Namespace, settings
             print("training BPE at the same vocab size for the comparison (--no-compare skips it)",
                   file=sys.stderr)
         inputs = _training_inputs(args)[0]
-        word = _api.train(inputs, **again)
+        with warnings.catch_warnings():  # a shortfall was already reported for the model itself
+            warnings.simplefilter("ignore", _api.TrainingShortfall)
+            word = _api.train(inputs, **again)
         how = (f"the phase-1 word model = BPE at the same vocab size and settings, trained again "
                f"for this comparison in {time.perf_counter() - started:.1f} s; --no-compare skips it")
     ours, base = stats.evaluate([tok, word], texts)
@@ -418,12 +421,19 @@ def _encode(args: argparse.Namespace) -> None:
           f"{size / max(len(ids), 1):.2f} bytes per token")
 
 
+def _show_warning(message: Warning | str, category: type[Warning], *_: Any, **__: Any) -> None:
+    """A warning as one line, without the source line Python would show."""
+    print(f"superword: warning: {message}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     commands = {"train": _train, "encode": _encode, "stats": _stats, "plot": _plot, "vocab": _vocab,
                 "export": _export}
     try:
-        commands[args.command](args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            commands[args.command](args)
     except BrokenPipeError:  # `superword vocab m.model | head`
         sys.stderr.close()
         return 0

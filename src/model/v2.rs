@@ -222,10 +222,35 @@ pub fn read_ngrams(model_path: &str) -> Result<Vec<Vec<Vec<u8>>>> {
     loads_ngrams(text, &name)
 }
 
-/// Write atomically: a temporary file in the same folder, then a rename.
+/// Write atomically, with the rules of `superword/_files.py`: the text goes to a uniquely named
+/// temporary file beside the target (`.NAME.superword-rust-PID-N.tmp`), is flushed to disk and
+/// renamed over the target, so a reader or a `kill -9` sees the old file or the new one and two
+/// threads saving to one path do not collide.  The target must be a regular file or absent
+/// (a folder, FIFO, device or socket is refused); a symbolic link is written through.
 pub fn write_atomic(path: &str, text: &str) -> Result<()> {
     use std::io::Write;
-    let target = std::path::Path::new(path);
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static SAVES: AtomicU64 = AtomicU64::new(0);
+    let mut target = std::path::PathBuf::from(path);
+    match std::fs::metadata(&target) {
+        Ok(m) if m.is_file() => {
+            if std::fs::symlink_metadata(&target).is_ok_and(|l| l.file_type().is_symlink()) {
+                target = std::fs::canonicalize(&target)
+                    .map_err(|e| Error::Io(format!("cannot write {path}: {e}")))?;
+            }
+        }
+        Ok(m) => {
+            let kind = if m.is_dir() {
+                "a folder"
+            } else {
+                "not a regular file"
+            };
+            return Err(Error::Value(format!(
+                "{path} is {kind}; superword only writes regular files (they are replaced atomically)"
+            )));
+        }
+        Err(_) => {}
+    }
     let folder = match target.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => std::path::PathBuf::from("."),
@@ -234,7 +259,11 @@ pub fn write_atomic(path: &str, text: &str) -> Result<()> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let tmp = folder.join(format!(".superword-{}-{}.tmp", std::process::id(), name));
+    let tmp = folder.join(format!(
+        ".{name}.superword-rust-{}-{}.tmp",
+        std::process::id(),
+        SAVES.fetch_add(1, Ordering::Relaxed)
+    ));
     let io = |e: std::io::Error| {
         let _ = std::fs::remove_file(&tmp);
         if e.kind() == std::io::ErrorKind::NotFound {
@@ -243,11 +272,15 @@ pub fn write_atomic(path: &str, text: &str) -> Result<()> {
             Error::Io(format!("cannot write {path}: {e}"))
         }
     };
-    let mut f = std::fs::File::create(&tmp).map_err(io)?;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .map_err(io)?;
     f.write_all(text.as_bytes()).map_err(io)?;
     f.sync_all().map_err(io)?;
     drop(f);
-    std::fs::rename(&tmp, target).map_err(io)
+    std::fs::rename(&tmp, &target).map_err(io)
 }
 
 // ------------------------------------------------------------------------------------------

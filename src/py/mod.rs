@@ -2,7 +2,8 @@
 //! the GIL for all Rust work, and turn the core's errors (and panics) into Python exceptions.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use pyo3::exceptions::{PyFileNotFoundError, PyKeyboardInterrupt, PyOSError, PyRuntimeError, PyValueError};
@@ -50,13 +51,25 @@ fn guard<T>(f: impl FnOnce() -> Result<T, Error>) -> PyResult<T> {
 // ------------------------------------------------------------------------------------------
 // progress and Ctrl-C
 
-/// Reports progress to an optional Python callable and checks for Ctrl-C, at most every 100 ms.
+/// Reports progress to an optional Python callable (at most every 100 ms), and stops the work
+/// when Ctrl-C is pressed or the callable raises.
+///
+/// Ctrl-C: Python runs signal handlers only on its main thread, and before this the training
+/// ran inside `pool.install` on rayon's threads, so the interrupt came when training ended
+/// (70 s later for a 200 MB line).  Now the work runs on a thread of its own
+/// ([`PyControl::watch`]) and the calling thread checks for signals every 50 ms: the
+/// KeyboardInterrupt is raised at once, and `stop` tells the abandoned work to end at its next
+/// [`Control::progress`] (every 256 merges, every block of input) or, in the file reader,
+/// before its next read.  Stages without checks (the candidates) finish first, in the
+/// background, and their result is dropped.
 struct PyControl {
     callback: Option<Py<PyAny>>,
     /// when and for which stage the last report went out
     last: Mutex<Option<(Instant, String)>>,
     /// an exception raised by the callback or by a signal handler, re-raised at the seam
     error: Mutex<Option<PyErr>>,
+    /// raised with `error`: the work stops at its next check
+    stop: Arc<AtomicBool>,
 }
 
 impl PyControl {
@@ -65,7 +78,14 @@ impl PyControl {
             callback,
             last: Mutex::new(None),
             error: Mutex::new(None),
+            stop: Arc::new(AtomicBool::new(false)),
         }
+    }
+
+    fn fail(&self, e: PyErr) -> Error {
+        self.error.lock().unwrap().get_or_insert(e);
+        self.stop.store(true, Ordering::SeqCst);
+        Error::Interrupted
     }
 
     fn finish<T>(&self, r: PyResult<T>) -> PyResult<T> {
@@ -74,10 +94,50 @@ impl PyControl {
             None => r,
         }
     }
+
+    /// Run `work` on a thread of its own while this one (Python's, with the GIL released)
+    /// checks for signals every 50 ms.  On Ctrl-C this returns at once with the
+    /// KeyboardInterrupt and raises `stop`; the abandoned work ends at its next check (it
+    /// owns everything it uses) and its result is dropped.
+    fn watch<T: Send + 'static>(
+        self: &Arc<Self>,
+        work: impl FnOnce(&PyControl) -> PyResult<T> + Send + 'static,
+    ) -> PyResult<T> {
+        let (sender, receiver) = std::sync::mpsc::channel();
+        let control = self.clone();
+        std::thread::Builder::new()
+            .name("superword-train".into())
+            .spawn(move || {
+                let _ = sender.send(work(&control));
+            })
+            .map_err(|e| PyRuntimeError::new_err(format!("cannot start the training thread: {e}")))?;
+        loop {
+            match receiver.recv_timeout(Duration::from_millis(50)) {
+                Ok(out) => return out,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    if let Err(e) = Python::attach(|py| py.check_signals()) {
+                        self.fail(e);
+                        return Err(PyKeyboardInterrupt::new_err("training interrupted"));
+                    }
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(PyRuntimeError::new_err(
+                        "internal error in superword's Rust core (please report it): the training thread ended without a result",
+                    ))
+                }
+            }
+        }
+    }
 }
 
 impl Control for PyControl {
     fn progress(&self, stage: &str, done: u64, total: u64) -> Result<(), Error> {
+        if self.stop.load(Ordering::Relaxed) {
+            return Err(Error::Interrupted);
+        }
+        let Some(callback) = &self.callback else {
+            return Ok(());
+        };
         {
             // report a new stage and a finished one at once, the rest at most every 100 ms
             let mut last = self.last.lock().unwrap();
@@ -90,42 +150,48 @@ impl Control for PyControl {
             }
             *last = Some((now, stage.to_string()));
         }
-        Python::attach(|py| {
-            let result = py.check_signals().and_then(|_| match &self.callback {
-                Some(cb) => cb.call1(py, (stage, done, total)).map(|_| ()),
-                None => Ok(()),
-            });
-            result.map_err(|e| {
-                *self.error.lock().unwrap() = Some(e);
-                Error::Interrupted
-            })
-        })
+        Python::attach(|py| callback.call1(py, (stage, done, total)).map(|_| ())).map_err(|e| self.fail(e))
     }
 }
 
-/// A rayon pool of `threads` workers (default: all cores), kept for reuse: starting threads
-/// for every `encode_batch` call would cost more than small batches take.
-fn pool(threads: Option<usize>) -> PyResult<std::sync::Arc<rayon::ThreadPool>> {
-    static POOLS: Mutex<Vec<(usize, std::sync::Arc<rayon::ThreadPool>)>> = Mutex::new(Vec::new());
-    let n = match threads {
+/// A rayon pool of `threads` workers, kept for reuse: starting threads for every
+/// `encode_batch` call would cost more than small batches take.  `None` means the environment
+/// variable `RAYON_NUM_THREADS`, else all cores (rayon's rule); a number above the available
+/// cores is reduced to them.  At most [`POOLS_KEPT`] pools are kept (the least recently used
+/// goes; its threads end when its last call returns), so a process that asks for many
+/// different counts still holds at most that many pools' workers.
+fn pool(threads: Option<usize>) -> PyResult<Arc<rayon::ThreadPool>> {
+    const POOLS_KEPT: usize = 2;
+    static POOLS: Mutex<Vec<(Option<usize>, Arc<rayon::ThreadPool>)>> = Mutex::new(Vec::new());
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let key = match threads {
         Some(0) => {
             return Err(PyValueError::new_err(
                 "threads must be at least 1 (or None for all cores)",
             ))
         }
-        Some(n) => n,
-        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        Some(n) => Some(n.min(cores)),
+        None => None,
     };
     let mut pools = POOLS.lock().unwrap();
-    if let Some((_, p)) = pools.iter().find(|(k, _)| *k == n) {
-        return Ok(p.clone());
+    if let Some(at) = pools.iter().position(|(k, _)| *k == key) {
+        let entry = pools.remove(at);
+        let p = entry.1.clone();
+        pools.push(entry); // most recently used last
+        return Ok(p);
     }
-    let p = rayon::ThreadPoolBuilder::new()
-        .num_threads(n)
+    let mut builder = rayon::ThreadPoolBuilder::new();
+    if let Some(n) = key {
+        builder = builder.num_threads(n);
+    }
+    let p = builder
         .build()
-        .map_err(|e| PyRuntimeError::new_err(format!("cannot start {n} threads: {e}")))?;
-    let p = std::sync::Arc::new(p);
-    pools.push((n, p.clone()));
+        .map_err(|e| PyRuntimeError::new_err(format!("cannot start {threads:?} threads: {e}")))?;
+    let p = Arc::new(p);
+    if pools.len() >= POOLS_KEPT {
+        pools.remove(0);
+    }
+    pools.push((key, p.clone()));
     Ok(p)
 }
 
@@ -134,15 +200,18 @@ fn pool(threads: Option<usize>) -> PyResult<std::sync::Arc<rayon::ThreadPool>> {
 
 /// A Python iterator of `str` as a stream of documents, read in batches of about 8 MB (the
 /// GIL is taken only to read a batch).
-struct PyDocuments<'c> {
+struct PyDocuments {
     iter: Py<PyIterator>,
     /// where an exception raised by the iterator goes, to be re-raised at the seam
-    error: &'c Mutex<Option<PyErr>>,
+    control: Arc<PyControl>,
 }
 
-impl Documents for PyDocuments<'_> {
+impl Documents for PyDocuments {
     fn for_each_batch(&mut self, f: &mut dyn FnMut(&[&str]) -> Result<(), Error>) -> Result<(), Error> {
         loop {
+            if self.control.stop.load(Ordering::SeqCst) {
+                return Err(Error::Interrupted);
+            }
             let batch = Python::attach(|py| -> PyResult<Vec<String>> {
                 let (mut batch, mut bytes) = (Vec::new(), 0);
                 for item in self.iter.bind(py).clone() {
@@ -155,10 +224,7 @@ impl Documents for PyDocuments<'_> {
                 }
                 Ok(batch)
             })
-            .map_err(|e| {
-                *self.error.lock().unwrap() = Some(e);
-                Error::Interrupted
-            })?;
+            .map_err(|e| self.control.fail(e))?;
             if batch.is_empty() {
                 return Ok(());
             }
@@ -171,22 +237,23 @@ impl Documents for PyDocuments<'_> {
 /// Run the whole training on `threads` workers with the GIL released.
 fn train(
     py: Python<'_>,
-    documents: impl FnOnce(&PyControl) -> Box<dyn Documents + Send + '_>,
+    documents: impl FnOnce(&Arc<PyControl>) -> Box<dyn Documents + Send>,
     config: Config,
     threads: Option<usize>,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<PyTokenizer> {
     let pool = pool(threads)?;
-    let control = PyControl::new(progress);
+    let control = Arc::new(PyControl::new(progress));
     let mut documents = documents(&control);
     let result = py.detach(|| {
-        guard(|| {
-            let mut stats = Vec::new();
-            let model = crate::train::train(&mut *documents, &config, &pool, &control, &mut stats)?;
-            Ok((model, stats))
+        control.watch(move |control| {
+            guard(|| {
+                let mut stats = Vec::new();
+                let model = crate::train::train(&mut *documents, &config, &pool, control, &mut stats)?;
+                Ok((model, stats))
+            })
         })
     });
-    drop(documents);
     let (model, stats) = control.finish(result)?;
     PyTokenizer::from_model(py, model, None, stats)
 }
@@ -224,7 +291,13 @@ fn train_files(
     .map_err(to_py)?;
     train(
         py,
-        |_| Box::new(Files { paths, text_field }),
+        |control| {
+            Box::new(Files {
+                paths,
+                text_field,
+                stop: Some(control.stop.clone()),
+            })
+        },
         config,
         threads,
         progress,
@@ -267,7 +340,7 @@ fn train_iter(
         |control| {
             Box::new(PyDocuments {
                 iter,
-                error: &control.error,
+                control: control.clone(),
             })
         },
         config,
@@ -286,11 +359,13 @@ macro_rules! tokenizer_methods {
         #[pymethods]
         impl $class {
             fn encode_ordinary(&self, py: Python<'_>, text: &str) -> PyResult<Vec<u32>> {
-                py.detach(|| guard(|| Encode::encode_ordinary(&self.encoder, text)))
+                let current = self.current();
+                py.detach(|| guard(|| Encode::encode_ordinary(&current.encoder, text)))
             }
 
             fn encode(&self, py: Python<'_>, text: &str, allowed: Vec<String>) -> PyResult<Vec<u32>> {
-                py.detach(|| guard(|| Encode::encode(&self.encoder, text, &allowed)))
+                let current = self.current();
+                py.detach(|| guard(|| Encode::encode(&current.encoder, text, &allowed)))
             }
 
             /// Encode many texts in parallel (GIL released); `threads=None` uses all cores.
@@ -303,7 +378,8 @@ macro_rules! tokenizer_methods {
                 threads: Option<usize>,
             ) -> PyResult<Vec<Vec<u32>>> {
                 let pool = pool(threads)?;
-                py.detach(|| guard(|| pool.install(|| self.encoder.encode_batch(&strs(&texts), &allowed))))
+                let current = self.current();
+                py.detach(|| guard(|| pool.install(|| current.encoder.encode_batch(&strs(&texts), &allowed))))
             }
 
             /// `encode_batch` as two little-endian buffers: all ids (u32), and `len(texts) + 1`
@@ -317,8 +393,9 @@ macro_rules! tokenizer_methods {
                 threads: Option<usize>,
             ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
                 let pool = pool(threads)?;
+                let current = self.current();
                 let (ids, offsets) = py.detach(|| {
-                    guard(|| pool.install(|| self.encoder.encode_batch_flat(&strs(&texts), &allowed)))
+                    guard(|| pool.install(|| current.encoder.encode_batch_flat(&strs(&texts), &allowed)))
                 })?;
                 let ids: Vec<u8> = ids.iter().flat_map(|i| i.to_le_bytes()).collect();
                 let offsets: Vec<u8> = offsets.iter().flat_map(|o| o.to_le_bytes()).collect();
@@ -326,17 +403,19 @@ macro_rules! tokenizer_methods {
             }
 
             fn encode_to_tokens<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Vec<Bound<'py, PyBytes>>> {
-                let ids = py.detach(|| guard(|| Encode::encode_ordinary(&self.encoder, text)))?;
-                Ok(ids.iter().map(|&i| PyBytes::new(py, self.encoder.token(i))).collect())
+                let current = self.current();
+                let ids = py.detach(|| guard(|| Encode::encode_ordinary(&current.encoder, text)))?;
+                Ok(ids.iter().map(|&i| PyBytes::new(py, current.encoder.token(i))).collect())
             }
 
             fn decode_bytes<'py>(&self, py: Python<'py>, ids: Vec<i64>) -> PyResult<Bound<'py, PyBytes>> {
-                let b = py.detach(|| guard(|| Encode::decode_bytes(&self.encoder, &ids)))?;
+                let current = self.current();
+                let b = py.detach(|| guard(|| Encode::decode_bytes(&current.encoder, &ids)))?;
                 Ok(PyBytes::new(py, &b))
             }
 
             fn token_bytes<'py>(&self, py: Python<'py>, id: i64) -> PyResult<Bound<'py, PyBytes>> {
-                let b = Encode::decode_bytes(&self.encoder, &[id]).map_err(to_py)?;
+                let b = Encode::decode_bytes(&self.current().encoder, &[id]).map_err(to_py)?;
                 Ok(PyBytes::new(py, &b))
             }
 
@@ -360,11 +439,40 @@ fn dict<'py, K: IntoPyObject<'py> + Copy, V: IntoPyObject<'py> + Copy>(
     Ok(d)
 }
 
+/// A tokenizer's state, shared by the calls that use it.  Registering special tokens builds a
+/// new state and swaps it in; calls already running (with the GIL released, on any thread)
+/// finish with the state they started with, so registering never waits for them nor fails
+/// because of them.
+struct Shared<T>(RwLock<Arc<T>>);
+
+impl<T> Shared<T> {
+    fn new(value: T) -> Shared<T> {
+        Shared(RwLock::new(Arc::new(value)))
+    }
+
+    fn get(&self) -> Arc<T> {
+        self.0.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Replace the state by `f(current)`; one update at a time.
+    fn update(&self, f: impl FnOnce(&T) -> Result<T, Error>) -> Result<(), Error> {
+        let mut slot = self.0.write().unwrap_or_else(|e| e.into_inner());
+        let next = f(&slot)?;
+        *slot = Arc::new(next);
+        Ok(())
+    }
+}
+
+struct TokenizerState {
+    model: Model,
+    encoder: Encoder,
+    greedy_split: bool,
+}
+
 /// A trained or loaded model with its encoder.
 #[pyclass(name = "Tokenizer", module = "superword._core")]
 pub struct PyTokenizer {
-    model: Model,
-    encoder: Encoder,
+    state: Shared<TokenizerState>,
     stats: Vec<(&'static str, f64)>,
 }
 
@@ -376,13 +484,20 @@ impl PyTokenizer {
         stats: Vec<(&'static str, f64)>,
     ) -> PyResult<Self> {
         // the paper's encoding unless the greedy split is asked for (SPEC 3.1)
-        let greedy = greedy_split.unwrap_or(false);
-        let encoder = py.detach(|| guard(|| Encoder::new(&model, greedy)))?;
+        let greedy_split = greedy_split.unwrap_or(false);
+        let encoder = py.detach(|| guard(|| Encoder::new(&model, greedy_split)))?;
         Ok(PyTokenizer {
-            model,
-            encoder,
+            state: Shared::new(TokenizerState {
+                model,
+                encoder,
+                greedy_split,
+            }),
             stats,
         })
+    }
+
+    fn current(&self) -> Arc<TokenizerState> {
+        self.state.get()
     }
 }
 
@@ -404,11 +519,12 @@ tokenizer_methods!(PyTokenizer, {
     /// Write the model file atomically, and the n-gram sidecar of a model trained with the
     /// greedy split (a sidecar left from an earlier model at the same path is removed).
     fn save(&self, py: Python<'_>, path: String) -> PyResult<()> {
+        let current = self.current();
         py.detach(|| {
             guard(|| {
-                v2::write_atomic(&path, &v2::dumps(&self.model))?;
+                v2::write_atomic(&path, &v2::dumps(&current.model))?;
                 let sidecar = v2::ngrams_path(&path);
-                match &self.model.ngrams {
+                match &current.model.ngrams {
                     Some(ngrams) => v2::write_atomic(&sidecar, &v2::dumps_ngrams(ngrams)),
                     None => match std::fs::remove_file(&sidecar) {
                         Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
@@ -423,44 +539,45 @@ tokenizer_methods!(PyTokenizer, {
 
     /// The model file's text.
     fn dumps(&self) -> String {
-        v2::dumps(&self.model)
+        v2::dumps(&self.current().model)
     }
 
     /// Write the vocabulary as a `.tiktoken` ranks file (plain BPE models in simple mode only).
     fn save_tiktoken(&self, py: Python<'_>, path: String) -> PyResult<()> {
-        let text = crate::ranks::dumps_model(&self.model).map_err(to_py)?;
+        let text = crate::ranks::dumps_model(&self.current().model).map_err(to_py)?;
         py.detach(|| guard(|| v2::write_atomic(&path, &text)))
     }
 
     #[getter]
     fn kind(&self) -> &'static str {
-        self.model.kind.name()
+        self.current().model.kind.name()
     }
 
     /// The pre-tokenization pattern (the main one).
     #[getter]
     fn pattern(&self) -> String {
-        self.model.settings.main_regex.clone()
+        self.current().model.settings.main_regex.clone()
     }
 
     #[getter]
     fn vocab_size(&self) -> usize {
-        self.model.vocab_size()
+        self.current().model.vocab_size()
     }
 
     #[getter]
     fn num_supermerges(&self) -> usize {
-        self.model.supermerges.len()
+        self.current().model.supermerges.len()
     }
 
     #[getter]
     fn num_merges(&self) -> usize {
-        self.model.merges.len()
+        self.current().model.merges.len()
     }
 
     #[getter]
     fn special_tokens<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let items: Vec<(&str, u32)> = self
+        let current = self.current();
+        let items: Vec<(&str, u32)> = current
             .model
             .special_tokens
             .iter()
@@ -475,12 +592,13 @@ tokenizer_methods!(PyTokenizer, {
     }
 
     fn is_superword(&self, id: i64) -> PyResult<bool> {
-        self.model.is_superword(id).map_err(to_py)
+        self.current().model.is_superword(id).map_err(to_py)
     }
 
     /// (id, bytes, is_superword) for every regular and superword token.
     fn vocab_items<'py>(&self, py: Python<'py>) -> Vec<(usize, Bound<'py, PyBytes>, bool)> {
-        let m = &self.model;
+        let current = self.current();
+        let m = &current.model;
         m.vocab
             .iter()
             .enumerate()
@@ -488,22 +606,42 @@ tokenizer_methods!(PyTokenizer, {
             .collect()
     }
 
-    /// Add special tokens with the next free ids (the caller validated them).
-    fn register_special_tokens(&mut self, tokens: Vec<String>) {
-        self.model.add_special_tokens(tokens);
-        self.encoder.special = self.model.special_tokens.clone();
+    /// Add special tokens with the next free ids (the caller validated them); safe while
+    /// other threads encode (see [`Shared`]).
+    fn register_special_tokens(&self, py: Python<'_>, tokens: Vec<String>) -> PyResult<()> {
+        py.detach(|| {
+            guard(|| {
+                self.state.update(|s| {
+                    let mut model = s.model.clone();
+                    if let Some(t) = tokens
+                        .iter()
+                        .find(|t| model.special_tokens.iter().any(|(s, _)| s == *t))
+                    {
+                        return Err(Error::Value(format!("special token {t:?} is already registered")));
+                    }
+                    model.add_special_tokens(tokens);
+                    let encoder = Encoder::new(&model, s.greedy_split)?;
+                    Ok(TokenizerState {
+                        model,
+                        encoder,
+                        greedy_split: s.greedy_split,
+                    })
+                })
+            })
+        })
     }
 
     /// The id of a token given by its bytes, if any.
     fn id_of(&self, token: &[u8]) -> Option<u32> {
-        self.encoder.id_of(token)
+        self.current().encoder.id_of(token)
     }
 
     fn __repr__(&self) -> String {
+        let current = self.current();
         format!(
             "<superword._core.Tokenizer {}: {} ids>",
-            self.model.kind.name(),
-            self.model.vocab_size()
+            current.model.kind.name(),
+            current.model.vocab_size()
         )
     }
 });
@@ -511,7 +649,17 @@ tokenizer_methods!(PyTokenizer, {
 /// A tokenizer from a `.tiktoken` ranks file, encoding exactly as tiktoken does.
 #[pyclass(name = "RankTokenizer", module = "superword._core")]
 pub struct PyRankTokenizer {
+    state: Shared<RankState>,
+}
+
+struct RankState {
     encoder: RankEncoder,
+}
+
+impl PyRankTokenizer {
+    fn current(&self) -> Arc<RankState> {
+        self.state.get()
+    }
 }
 
 tokenizer_methods!(PyRankTokenizer, {
@@ -524,7 +672,9 @@ tokenizer_methods!(PyRankTokenizer, {
         special_tokens: Vec<(String, u32)>,
     ) -> PyResult<Self> {
         let encoder = py.detach(|| guard(|| RankEncoder::load(&path, pattern, special_tokens)))?;
-        Ok(PyRankTokenizer { encoder })
+        Ok(PyRankTokenizer {
+            state: Shared::new(RankState { encoder }),
+        })
     }
 
     fn save(&self, path: String) -> PyResult<()> {
@@ -541,7 +691,8 @@ tokenizer_methods!(PyRankTokenizer, {
     }
 
     fn save_tiktoken(&self, py: Python<'_>, path: String) -> PyResult<()> {
-        let text = crate::ranks::dumps(self.encoder.items());
+        let current = self.current();
+        let text = crate::ranks::dumps(current.encoder.items());
         py.detach(|| guard(|| v2::write_atomic(&path, &text)))
     }
 
@@ -552,12 +703,12 @@ tokenizer_methods!(PyRankTokenizer, {
 
     #[getter]
     fn pattern(&self) -> String {
-        self.encoder.model.pattern.clone()
+        self.current().encoder.model.pattern.clone()
     }
 
     #[getter]
     fn vocab_size(&self) -> usize {
-        self.encoder.vocab_size()
+        self.current().encoder.vocab_size()
     }
 
     #[getter]
@@ -567,7 +718,8 @@ tokenizer_methods!(PyRankTokenizer, {
 
     #[getter]
     fn special_tokens<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let items: Vec<(&str, u32)> = self
+        let current = self.current();
+        let items: Vec<(&str, u32)> = current
             .encoder
             .model
             .special
@@ -583,26 +735,51 @@ tokenizer_methods!(PyRankTokenizer, {
     }
 
     fn is_superword(&self, id: i64) -> PyResult<bool> {
-        self.encoder.decode_bytes(&[id]).map(|_| false).map_err(to_py)
+        self.current()
+            .encoder
+            .decode_bytes(&[id])
+            .map(|_| false)
+            .map_err(to_py)
     }
 
     fn id_of(&self, token: &[u8]) -> Option<u32> {
-        self.encoder.model.ranks.get(token).copied()
+        self.current().encoder.model.ranks.get(token).copied()
     }
 
     fn vocab_items<'py>(&self, py: Python<'py>) -> Vec<(u32, Bound<'py, PyBytes>, bool)> {
-        self.encoder
+        let current = self.current();
+        current
+            .encoder
             .items()
             .into_iter()
             .map(|(i, t)| (i, PyBytes::new(py, t), false))
             .collect()
     }
 
-    fn register_special_tokens(&mut self, tokens: Vec<String>) {
-        for t in tokens {
-            let id = self.encoder.vocab_size() as u32;
-            self.encoder.model.special.push((t, id));
-        }
+    /// Add special tokens with the next free ids; safe while other threads encode.
+    fn register_special_tokens(&self, py: Python<'_>, tokens: Vec<String>) -> PyResult<()> {
+        py.detach(|| {
+            guard(|| {
+                self.state.update(|s| {
+                    let mut model = s.encoder.model.clone();
+                    for t in tokens {
+                        if model.special.iter().any(|(s, _)| *s == t) {
+                            return Err(Error::Value(format!("special token {t:?} is already registered")));
+                        }
+                        let id = model
+                            .vocab
+                            .keys()
+                            .chain(model.special.iter().map(|(_, i)| i))
+                            .max()
+                            .map_or(1, |m| m + 1);
+                        model.special.push((t, id));
+                    }
+                    Ok(RankState {
+                        encoder: RankEncoder::new(model)?,
+                    })
+                })
+            })
+        })
     }
 });
 
@@ -629,20 +806,21 @@ fn minbpe_train(
         .map(|p| Matcher::new(p, "pattern"))
         .transpose()
         .map_err(to_py)?;
-    let control = PyControl::new(None);
+    let control = Arc::new(PyControl::new(None));
+    let text = text.to_string(); // owned: the work may outlive this call after Ctrl-C
     let result = py.detach(|| {
-        guard(|| {
-            let chunks = crate::minbpe::distinct_chunks(text, matcher.as_ref())?;
-            crate::minbpe::train(&chunks, num_merges, batch_size, &control, |m| match &on_merge {
-                Some(cb) => Python::attach(|py| {
-                    cb.call1(py, (m.pair.0, m.pair.1, m.id, m.count))
-                        .map(|_| ())
-                        .map_err(|e| {
-                            *control.error.lock().unwrap() = Some(e);
-                            Error::Interrupted
-                        })
-                }),
-                None => Ok(()),
+        control.watch(move |control| {
+            guard(|| {
+                let chunks = crate::minbpe::distinct_chunks(&text, matcher.as_ref())?;
+                crate::minbpe::train(&chunks, num_merges, batch_size, control, |m| match &on_merge {
+                    _ if control.stop.load(Ordering::SeqCst) => Err(Error::Interrupted),
+                    Some(cb) => Python::attach(|py| {
+                        cb.call1(py, (m.pair.0, m.pair.1, m.id, m.count))
+                            .map(|_| ())
+                            .map_err(|e| control.fail(e))
+                    }),
+                    None => Ok(()),
+                })
             })
         })
     });

@@ -18,6 +18,7 @@ use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 
+use super::long::{LongSequence, LONG_SEQUENCE};
 use crate::tokens::{Pair, TokenId, Vocab};
 
 /// A merge as training records it, in token ids.
@@ -208,6 +209,9 @@ pub struct MergeState {
     whole: Vec<bool>,
     shards: Vec<FxHashMap<Pair, PairInfo>>,
     heap: PairHeap,
+    /// sequences longer than [`LONG_SEQUENCE`] tokens, by index: kept out of `data` (their
+    /// span there is empty) and merged through a position index, see `long.rs`
+    long: FxHashMap<u32, LongSequence>,
     /// token counts and holders, kept only for PickyBPE deletions (see [`Self::track_tokens`])
     tokens: Option<TokenTracking>,
     /// has a deletion moved a sequence to the end of the arena?  Then sequence order is no
@@ -381,9 +385,15 @@ impl MergeState {
         let mut spans = Vec::new();
         let mut weights = Vec::new();
         let mut whole = Vec::new();
+        let mut long = FxHashMap::default();
         for (seq, w, is_whole) in seqs {
+            if seq.len() > LONG_SEQUENCE {
+                long.insert(spans.len() as u32, LongSequence::new(seq));
+            }
             spans.push((data.len(), seq.len() as u32));
-            data.extend_from_slice(seq);
+            if seq.len() <= LONG_SEQUENCE {
+                data.extend_from_slice(seq);
+            }
             weights.push(w);
             whole.push(is_whole);
         }
@@ -393,7 +403,11 @@ impl MergeState {
             .map(|k| {
                 let mut map: FxHashMap<Pair, PairInfo> = FxHashMap::default();
                 for (i, (&(start, len), &w)) in spans.iter().zip(&weights).enumerate() {
-                    count_pairs(&data[start..start + len as usize], |p| {
+                    let seq = match long.get(&(i as u32)) {
+                        Some(l) => l.untouched().expect("no merge yet"),
+                        None => &data[start..start + len as usize],
+                    };
+                    count_pairs(seq, |p| {
                         if shard_of(p, n_shards) == k {
                             let info = map.entry(p).or_default();
                             info.count += w;
@@ -416,6 +430,7 @@ impl MergeState {
             whole,
             shards,
             heap,
+            long,
             tokens: None,
             relocated: false,
         }
@@ -424,6 +439,17 @@ impl MergeState {
     /// Start keeping token counts and holders, which [`Self::token_count`] and
     /// [`Self::delete`] need; plain BPE never pays for them.
     pub fn track_tokens(&mut self, n_tokens: usize) {
+        // Deletions rewrite sequences in the arena, which the position index of a very long
+        // sequence does not support: such sequences go back into the arena (at the plain cost
+        // per merge; PickyBPE on a pretoken of megabytes is slow, never wrong).
+        let mut long: Vec<(u32, LongSequence)> = std::mem::take(&mut self.long).into_iter().collect();
+        long.sort_unstable_by_key(|(index, _)| *index);
+        for (index, seq) in long {
+            let start = self.data.len();
+            self.data.extend(seq.tokens());
+            self.spans[index as usize] = (start, (self.data.len() - start) as u32);
+            self.relocated = true;
+        }
         let mut counts = vec![0u64; n_tokens];
         let mut holders: Vec<Vec<u32>> = vec![Vec::new(); n_tokens];
         for (i, (&(start, len), &w)) in self.spans.iter().zip(&self.weights).enumerate() {
@@ -564,6 +590,22 @@ impl MergeState {
         let mut indices: Vec<u32> = std::mem::take(&mut self.info_mut(pair).seqs).into_vec();
         indices.sort_unstable();
         indices.dedup();
+        // long sequences first, through their position index
+        let mut long_changes = GroupChanges::default();
+        if !self.long.is_empty() {
+            indices.retain(|&index| {
+                let Some(seq) = self.long.get_mut(&index) else {
+                    return true;
+                };
+                let w = self.weights[index as usize] as i64;
+                let out = &mut long_changes;
+                if seq.merge(pair, merged, w, &mut out.delta, |p| out.notes.push((p, index))) {
+                    out.lengths.push((index, seq.len() as u32));
+                    out.became_single |= seq.len() == 1 && self.whole[index as usize];
+                }
+                false
+            });
+        }
         if self.relocated {
             // the groups below need sequences in arena order
             let spans = &self.spans;
@@ -574,7 +616,7 @@ impl MergeState {
         } else {
             1
         };
-        let changes: Vec<GroupChanges> = if groups <= 1 {
+        let mut changes: Vec<GroupChanges> = if groups <= 1 {
             vec![rewrite_group(
                 &mut self.data,
                 0,
@@ -608,6 +650,7 @@ impl MergeState {
                 })
                 .collect()
         };
+        changes.push(long_changes);
         let mut became_single = false;
         let mut made = 0u64;
         let mut delta: FxHashMap<Pair, i64> = FxHashMap::default();
@@ -661,9 +704,12 @@ impl MergeState {
     /// How often each token id occurs in the sequences, weighted (SPEC 8 `count`).
     pub fn token_counts(&self, n_tokens: usize) -> Vec<u64> {
         let mut counts = vec![0u64; n_tokens];
-        for (&(start, len), &w) in self.spans.iter().zip(&self.weights) {
-            for &t in &self.data[start..start + len as usize] {
-                counts[t as usize] += w;
+        for (i, (&(start, len), &w)) in self.spans.iter().zip(&self.weights).enumerate() {
+            match self.long.get(&(i as u32)) {
+                Some(seq) => seq.tokens().for_each(|t| counts[t as usize] += w),
+                None => self.data[start..start + len as usize]
+                    .iter()
+                    .for_each(|&t| counts[t as usize] += w),
             }
         }
         counts

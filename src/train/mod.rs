@@ -2,13 +2,15 @@
 //! whole run, from a stream of documents to a model:
 //!
 //!   1. pre-tokenize and count (`count.rs`)
-//!   2. phase 1, the word model: BPE on the pretokens ([`bpe`], on the merge loop of [`merging`])
+//!   2. phase 1, the word model: BPE on the pretokens ([`bpe`], on the merge loop of [`merging`];
+//!      sequences of over 65,536 tokens in [`long`])
 //!   3. supermerge candidates ([`candidates`]), optionally the greedy n-gram split ([`ngram`])
 //!   4. phase 2: BoundlessBPE ([`boundless`]) or SuperBPE ([`superbpe`])
 
 pub mod boundless;
 pub mod bpe;
 pub mod candidates;
+pub mod long;
 pub mod merging;
 pub mod ngram;
 pub mod superbpe;

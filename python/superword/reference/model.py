@@ -12,13 +12,12 @@ model, named :func:`ngrams_path` (``<model file>.ngrams``).
 """
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from .._files import write_text_atomic
 from .bpe import NO_DELETIONS_TAU
 from .merging import Deletion, Merge, merge_indices
 from .tokens import parse, render
@@ -94,7 +93,7 @@ def _section(config: dict[str, Any], merges: list[Merge], deletions: list[Deleti
 
 
 def write_model(model: Model, path: str | os.PathLike[str]) -> None:
-    """Write atomically: a temporary file in the same folder, then a rename."""
+    """Write atomically (see :mod:`superword._files`): a reader never sees half a file."""
     write_text_atomic(path, dumps(model))
 
 
@@ -134,20 +133,6 @@ def read_ngrams(model_path: str | os.PathLike[str]) -> list[tuple[bytes, ...]]:
 def _read_ngram_lines(lines: _Lines) -> list[tuple[bytes, ...]]:
     return [tuple(_parse_token(lines, t) for t in lines.next("an n-gram").split(" "))
             for _ in range(lines.count("n-grams"))]
-
-
-def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
-    path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".superword-", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
 
 
 # ----------------------------------------------------------------------------------------

