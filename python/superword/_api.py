@@ -17,8 +17,9 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 from collections.abc import Set as AbstractSet
 from typing import Any, Literal, NamedTuple
 
-from . import _inputs, _provenance
+from . import _files, _inputs, _provenance
 from ._reference_core import ReferenceCore, ReferenceRankCore
+from .reference import model as _ref_model
 from .reference import pretokenize as _pretok
 from .reference import train as _ref_train
 
@@ -355,7 +356,17 @@ class Tokenizer:
         saves from several threads to one path do not collide (the last one wins).  ``path``
         must be a regular file or absent: a folder, FIFO or device node is refused; a symbolic
         link is written through (the file it points to is replaced)."""
-        self._impl.save(os.fspath(path))  # the model file and its n-gram sidecar
+        if self.backend == "reference":
+            self._impl.save(os.fspath(path))  # the model file and its n-gram sidecar
+        else:
+            _files.write_text_atomic(path, self.model_text())
+            ngrams = self._impl.dumps_ngrams()
+            sidecar = _ref_model.ngrams_path(path)
+            if ngrams is not None:
+                _files.write_text_atomic(sidecar, ngrams)
+            else:  # a sidecar left from an earlier model at the same path
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(sidecar)
         if self.provenance is not None:
             _provenance.write(path, self.provenance, self.model_text())
 

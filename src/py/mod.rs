@@ -516,25 +516,10 @@ tokenizer_methods!(PyTokenizer, {
         PyTokenizer::from_model(py, model, greedy_split, Vec::new())
     }
 
-    /// Write the model file atomically, and the n-gram sidecar of a model trained with the
-    /// greedy split (a sidecar left from an earlier model at the same path is removed).
-    fn save(&self, py: Python<'_>, path: String) -> PyResult<()> {
-        let current = self.current();
-        py.detach(|| {
-            guard(|| {
-                v2::write_atomic(&path, &v2::dumps(&current.model))?;
-                let sidecar = v2::ngrams_path(&path);
-                match &current.model.ngrams {
-                    Some(ngrams) => v2::write_atomic(&sidecar, &v2::dumps_ngrams(ngrams)),
-                    None => match std::fs::remove_file(&sidecar) {
-                        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                            Err(crate::error::Error::Io(format!("cannot remove {sidecar}: {e}")))
-                        }
-                        _ => Ok(()),
-                    },
-                }
-            })
-        })
+    /// The n-gram sidecar's text of a model trained with the greedy split (`None` without one);
+    /// `Tokenizer.save` writes both files through `superword/_files.py`.
+    fn dumps_ngrams(&self) -> Option<String> {
+        self.current().model.ngrams.as_deref().map(v2::dumps_ngrams)
     }
 
     /// The model file's text.
