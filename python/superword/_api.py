@@ -21,6 +21,7 @@ from . import _files, _inputs, _provenance
 from ._reference_core import ReferenceCore, ReferenceRankCore
 from .reference import model as _ref_model
 from .reference import pretokenize as _pretok
+from .reference import tokens as _ref_tokens
 from .reference import train as _ref_train
 
 BACKENDS = ("rust", "reference")
@@ -749,32 +750,14 @@ class Tokenizer:
         return [self.decode(ids) for ids in batch]
 
 
-def _byte_level_alphabet() -> list[str]:
-    """GPT-2's printable stand-in for each byte: the 188 printable Latin-1 characters other
-    than space stand for themselves; the other 68 bytes (controls, space, DEL, NBSP, soft
-    hyphen...) take U+0100, U+0101, ... in byte order, so a space is 'Ġ' (U+0120)."""
-    printable = {*range(0x21, 0x7F), *range(0xA1, 0xAD), *range(0xAE, 0x100)}
-    alphabet, extra = [], 0x100
-    for b in range(256):
-        if b in printable:
-            alphabet.append(chr(b))
-        else:
-            alphabet.append(chr(extra))
-            extra += 1
-    return alphabet
-
-
-_BYTE_LEVEL = _byte_level_alphabet()
-_FROM_BYTE_LEVEL = {c: b for b, c in enumerate(_BYTE_LEVEL)}
-
-
 def _to_byte_level(raw: bytes) -> str:
-    return "".join(_BYTE_LEVEL[b] for b in raw)
+    """GPT-2's byte-level alphabet, as model files write tokens (SPEC 8): a space is 'Ġ'."""
+    return _ref_tokens.render(raw)
 
 
 def _from_byte_level(text: str) -> bytes | None:
     try:
-        return bytes(_FROM_BYTE_LEVEL[c] for c in text)
+        return _ref_tokens.parse(text)
     except KeyError:
         return None
 

@@ -116,13 +116,8 @@ fn punctuation(s: &str, b: u8, c: char, n: usize) -> Option<usize> {
 }
 
 /// Call `emit` with every piece of `s`, in order.
-pub fn for_each_piece<'a>(pattern: Gpt4, s: &'a str, mut emit: impl FnMut(&'a str)) {
-    let mut i = 0;
-    while i < s.len() {
-        let e = next_piece(pattern, s, i);
-        emit(&s[i..e]);
-        i = e;
-    }
+pub fn for_each_piece<'a>(pattern: Gpt4, s: &'a str, emit: impl FnMut(&'a str)) {
+    super::gpt4o::pieces_by(s, |s, i| next_piece(pattern, s, i), emit)
 }
 
 #[cfg(test)]

@@ -110,13 +110,8 @@ pub fn next_piece(s: &str, i: usize) -> usize {
 }
 
 /// Call `emit` with every piece of `s`, in order.
-pub fn for_each_piece<'a>(s: &'a str, mut emit: impl FnMut(&'a str)) {
-    let mut i = 0;
-    while i < s.len() {
-        let e = next_piece(s, i);
-        emit(&s[i..e]);
-        i = e;
-    }
+pub fn for_each_piece<'a>(s: &'a str, emit: impl FnMut(&'a str)) {
+    super::gpt4o::pieces_by(s, next_piece, emit)
 }
 
 #[cfg(test)]

@@ -206,10 +206,17 @@ pub fn next_piece(pattern: Builtin, s: &str, i: usize) -> usize {
 }
 
 /// Call `emit` with every piece of `s`, in order.
-pub fn for_each_piece<'a>(pattern: Builtin, s: &'a str, mut emit: impl FnMut(&'a str)) {
+pub fn for_each_piece<'a>(pattern: Builtin, s: &'a str, emit: impl FnMut(&'a str)) {
+    pieces_by(s, |s, i| next_piece(pattern, s, i), emit)
+}
+
+/// The findall loop every hand-written matcher shares: `next(s, i)` is the end of the piece
+/// that starts at `i` (always past `i`).
+#[inline]
+pub(super) fn pieces_by<'a>(s: &'a str, next: impl Fn(&str, usize) -> usize, mut emit: impl FnMut(&'a str)) {
     let mut i = 0;
     while i < s.len() {
-        let e = next_piece(pattern, s, i);
+        let e = next(s, i);
         emit(&s[i..e]);
         i = e;
     }
