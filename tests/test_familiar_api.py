@@ -96,7 +96,7 @@ def test_hugging_face_names(tok):
 
 
 def test_the_byte_level_alphabet_is_hugging_faces():
-    from superword._api import _BYTE_LEVEL
+    from superword.reference.tokens import BYTE_TO_CHAR as _BYTE_LEVEL
     assert _BYTE_LEVEL[ord(" ")] == "Ġ" and _BYTE_LEVEL[ord("\n")] == "Ċ" and _BYTE_LEVEL[ord("a")] == "a"
     pre = pytest.importorskip("tokenizers.pre_tokenizers")
     assert sorted(_BYTE_LEVEL) == sorted(pre.ByteLevel.alphabet())
