@@ -245,7 +245,8 @@ def test_ctrl_c_stops_a_long_training_promptly(tmp_path):
     import sys
     import time
     script = (
-        "import itertools, superword\n"
+        "import itertools, signal, superword\n"
+        "signal.signal(signal.SIGINT, signal.default_int_handler)  # even if started with it ignored\n"
         "docs = itertools.cycle(['the quick brown fox %d jumps over the lazy dog' % i for i in range(1000)])\n"
         "print('started', flush=True)\n"
         "superword.train(docs, 5000, 'boundless')\n"

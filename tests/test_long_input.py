@@ -91,7 +91,8 @@ def test_ctrl_c_stops_a_training_on_files_within_a_second(tmp_path):
     only after the whole training (here minutes: a 3 MB word was quadratic)."""
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("ordinary words in a line\n" * 1000 + random_word(3_000_000, 5, "abcdefghijklmnopqrstuvwxyz"))
-    script = ("import sys, superword\n"
+    script = ("import signal, sys, superword\n"
+              "signal.signal(signal.SIGINT, signal.default_int_handler)  # even if started with it ignored\n"
               "def progress(stage, done, total):\n"
               "    print(stage, flush=True)\n"
               "superword.train(sys.argv[1], 30000, 'boundless', progress=progress)\n"
