@@ -64,20 +64,7 @@ def test_a_symlink_is_written_through(tmp_path, tok):
 
 def test_threads_saving_to_one_path_do_not_collide(tmp_path, tok):
     target = tmp_path / "shared.model"
-    errors: list[BaseException] = []
-
-    def save_many():
-        try:
-            for _ in range(15):
-                tok.save(target)
-        except BaseException as exc:
-            errors.append(exc)
-    workers = [threading.Thread(target=save_many) for _ in range(4)]
-    for w in workers:
-        w.start()
-    for w in workers:
-        w.join()
-    assert errors == []
+    assert save_from_threads(lambda: tok.save(target)) == []
     assert target.read_text(encoding="utf-8") == tok.model_text()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["shared.model", "shared.model.json"]
 
@@ -140,18 +127,23 @@ def test_tiktoken_files_follow_the_same_rules(tmp_path, backend):
         plain.save_tiktoken(fifo)
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
     target = tmp_path / "shared.tiktoken"
+    assert save_from_threads(lambda: plain.save_tiktoken(target)) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ranks.tiktoken", "shared.tiktoken"]
+
+
+def save_from_threads(save, threads=4, times=15) -> list[BaseException]:
+    """Call ``save`` ``times`` times in each of ``threads`` threads at once; the errors raised."""
     errors: list[BaseException] = []
 
     def save_many():
         try:
-            for _ in range(15):
-                plain.save_tiktoken(target)
+            for _ in range(times):
+                save()
         except BaseException as exc:
             errors.append(exc)
-    workers = [threading.Thread(target=save_many) for _ in range(4)]
+    workers = [threading.Thread(target=save_many) for _ in range(threads)]
     for w in workers:
         w.start()
     for w in workers:
         w.join()
-    assert errors == []
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["ranks.tiktoken", "shared.tiktoken"]
+    return errors
