@@ -116,6 +116,23 @@ pub trait Documents {
     fn for_each_batch(&mut self, f: &mut dyn FnMut(&[&str]) -> Result<()>) -> Result<()>;
 }
 
+/// The next batch of a stream of documents read one at a time: documents until they make at
+/// least a quarter of [`BLOCK_BYTES`] (empty at the end of the stream).
+pub fn take_batch<E>(
+    documents: impl Iterator<Item = std::result::Result<String, E>>,
+) -> std::result::Result<Vec<String>, E> {
+    let (mut batch, mut bytes) = (Vec::new(), 0);
+    for doc in documents {
+        let doc = doc?;
+        bytes += doc.len();
+        batch.push(doc);
+        if bytes >= BLOCK_BYTES / 4 {
+            break;
+        }
+    }
+    Ok(batch)
+}
+
 /// Documents in memory, in one batch.
 impl Documents for [String] {
     fn for_each_batch(&mut self, f: &mut dyn FnMut(&[&str]) -> Result<()>) -> Result<()> {
