@@ -133,6 +133,22 @@ pub fn take_batch<E>(
     Ok(batch)
 }
 
+/// Documents handed over by `next` a batch at a time, until it gives an empty batch (the
+/// seam reads a Python iterator so, with [`take_batch`]).
+pub struct Batches<F>(pub F);
+
+impl<F: FnMut() -> Result<Vec<String>>> Documents for Batches<F> {
+    fn for_each_batch(&mut self, f: &mut dyn FnMut(&[&str]) -> Result<()>) -> Result<()> {
+        loop {
+            let batch = (self.0)()?;
+            if batch.is_empty() {
+                return Ok(());
+            }
+            f(&batch.iter().map(String::as_str).collect::<Vec<_>>())?;
+        }
+    }
+}
+
 /// Documents in memory, in one batch.
 impl Documents for [String] {
     fn for_each_batch(&mut self, f: &mut dyn FnMut(&[&str]) -> Result<()>) -> Result<()> {

@@ -42,6 +42,15 @@ pub struct MinMerge {
     pub round: u32,
 }
 
+/// A merge as a flat row: `(left, right, id, count, round)`.
+pub type MergeRow = (u32, u32, u32, u64, u32);
+
+impl MinMerge {
+    pub fn row(&self) -> MergeRow {
+        (self.pair.0, self.pair.1, self.id, self.count, self.round)
+    }
+}
+
 struct State {
     token: Vec<u32>,
     next: Vec<u32>,

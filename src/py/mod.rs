@@ -11,14 +11,14 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyIterator};
 
 use crate::error::Error;
-use crate::input::{take_batch, Documents, Files};
-use crate::minbpe::MinbpeEncoder;
+use crate::input::{take_batch, Batches, Documents, Files};
+use crate::minbpe::{MergeRow, MinMerge, MinbpeEncoder};
 use crate::pretokenize::Pretokenizer;
 use crate::threads::{pool, Watch};
+use crate::tokenizer::Tokenizer;
 use crate::train::{bpe::Picky, Config, Control};
 use tokenizer::PyTokenizer;
 
-// ------------------------------------------------------------------------------------------
 // errors, progress and Ctrl-C
 
 impl From<Error> for PyErr {
@@ -74,7 +74,6 @@ fn watched<T: Send + 'static>(
     py.detach(|| control.watch.run(move || guard(|| work(&inner)), check_signals))
 }
 
-// ------------------------------------------------------------------------------------------
 // training: the options become a `Config`, the input a stream of documents
 
 /// The options of `superword.train` after its checks, as a dict (`_TrainOptions` in
@@ -115,27 +114,6 @@ impl TrainOptions {
     }
 }
 
-/// A Python iterator of `str` as a stream of documents, read in batches of about 8 MB (the
-/// GIL is taken only to read a batch); an exception it raises stops the training.
-struct PyDocuments {
-    iter: Py<PyIterator>,
-    control: Arc<PyControl>,
-}
-
-impl Documents for PyDocuments {
-    fn for_each_batch(&mut self, f: &mut dyn FnMut(&[&str]) -> Result<(), Error>) -> Result<(), Error> {
-        loop {
-            self.control.watch.check()?;
-            let batch = Python::attach(|py| take_batch(self.iter.bind(py).clone().map(|d| d?.extract())));
-            let batch = batch.map_err(|e| self.control.watch.fail(e))?;
-            if batch.is_empty() {
-                return Ok(());
-            }
-            f(&batch.iter().map(String::as_str).collect::<Vec<_>>())?;
-        }
-    }
-}
-
 /// The whole training run, on the documents that `documents` makes on the training thread.
 fn train(
     py: Python<'_>,
@@ -144,12 +122,13 @@ fn train(
 ) -> PyResult<PyTokenizer> {
     let config = options.config()?;
     let pool = pool(options.threads)?;
-    let (model, stats) = watched(py, options.progress, move |control| {
+    let (tokenizer, stats) = watched(py, options.progress, move |control| {
         let mut stats = Vec::new();
         let model = crate::train::train(&mut *documents(control), &config, &pool, &**control, &mut stats)?;
-        Ok((model, stats))
+        // the paper's encoding, without the greedy split (SPEC 3.1)
+        Ok((Tokenizer::new(model, false)?, stats))
     })?;
-    PyTokenizer::trained(py, model, stats)
+    Ok(PyTokenizer::new(tokenizer, stats))
 }
 
 /// Train on files (`.txt`, `.jsonl`, optionally `.gz`) read by the Rust core.
@@ -170,24 +149,26 @@ fn train_files(
     })
 }
 
-/// Train on a Python iterator of `str` documents, read in batches.
+/// Train on a Python iterator of `str` documents, read in batches of about 8 MB (the GIL is
+/// taken only to read a batch); an exception it raises stops the training.
 #[pyfunction]
 fn train_iter(py: Python<'_>, documents: Bound<'_, PyAny>, options: TrainOptions) -> PyResult<PyTokenizer> {
     let iter = PyIterator::from_object(&documents)?.unbind();
     train(py, options, move |control| {
         let control = control.clone();
-        Box::new(PyDocuments { iter, control })
+        Box::new(Batches(move || {
+            control.watch.check()?;
+            let batch = Python::attach(|py| take_batch(iter.bind(py).clone().map(|d| d?.extract())));
+            batch.map_err(|e| control.watch.fail(e))
+        }))
     })
 }
 
-// ------------------------------------------------------------------------------------------
 // minbpe
 
-/// One minbpe merge for Python: `(left, right, id, count, round)`.
-type MergeRow = (u32, u32, u32, u64, u32);
-
 /// Train minbpe-style (SPEC 6) on `text`: one chunk (`pattern=None`, BasicTokenizer) or the
-/// pattern's findall chunks.  `on_merge(left, right, id, count)` sees each merge.
+/// pattern's findall chunks.  `on_merge(left, right, id, count)` sees each merge; the result
+/// has `(left, right, id, count, round)` per merge.
 #[pyfunction]
 #[pyo3(signature = (text, num_merges, pattern, batch_size, on_merge=None))]
 fn minbpe_train(
@@ -207,10 +188,7 @@ fn minbpe_train(
                 .map_err(|e| control.watch.fail(e))
         })
     })?;
-    Ok(merges
-        .into_iter()
-        .map(|m| (m.pair.0, m.pair.1, m.id, m.count, m.round))
-        .collect())
+    Ok(merges.iter().map(MinMerge::row).collect())
 }
 
 /// minbpe's encoder: merges by smallest id within each chunk (the whole text without a pattern).
@@ -230,7 +208,6 @@ impl PyMinbpeEncoder {
     }
 }
 
-// ------------------------------------------------------------------------------------------
 // helpers for tests and tools
 
 /// The pretokens of `text` (the hand-written matchers for the built-in patterns).
@@ -249,10 +226,8 @@ fn pretokenize(
 
 /// A byte per code point (0x110000 of them; surrogates give 0).
 fn table_of(py: Python<'_>, f: impl Fn(char) -> u8) -> Bound<'_, PyBytes> {
-    let table: Vec<u8> = (0..0x110000u32)
-        .map(|cp| char::from_u32(cp).map_or(0, &f))
-        .collect();
-    PyBytes::new(py, &table)
+    let table = (0..0x110000u32).map(|cp| char::from_u32(cp).map_or(0, &f));
+    PyBytes::new(py, &table.collect::<Vec<u8>>())
 }
 
 /// The class bits (classes.txt) of every code point.

@@ -6,7 +6,7 @@ use pyo3::prelude::*;
 use pyo3::types::{IntoPyDict, PyBytes, PyDict};
 
 use super::guard;
-use crate::model::{v2, Model};
+use crate::model::v2;
 use crate::threads::pool;
 use crate::tokenizer::{Shared, Tokenizer};
 use crate::train::Stats;
@@ -20,15 +20,9 @@ pub struct PyTokenizer {
 }
 
 impl PyTokenizer {
-    fn wrap(tokenizer: Tokenizer, stats: Stats) -> PyTokenizer {
+    pub(super) fn new(tokenizer: Tokenizer, stats: Stats) -> PyTokenizer {
         let state = Shared::new(tokenizer);
         PyTokenizer { state, stats }
-    }
-
-    /// A model just trained; it encodes as the paper does, without the greedy split (SPEC 3.1).
-    pub(super) fn trained(py: Python<'_>, model: Model, stats: Stats) -> PyResult<PyTokenizer> {
-        let tokenizer = py.detach(|| guard(|| Tokenizer::new(model, false)))?;
-        Ok(PyTokenizer::wrap(tokenizer, stats))
     }
 
     fn current(&self) -> Arc<Tokenizer> {
@@ -43,7 +37,7 @@ impl PyTokenizer {
     #[pyo3(signature = (path, greedy_split=false))]
     fn load(py: Python<'_>, path: String, greedy_split: bool) -> PyResult<Self> {
         let tokenizer = py.detach(|| guard(|| Tokenizer::load(&path, greedy_split)))?;
-        Ok(PyTokenizer::wrap(tokenizer, Stats::new()))
+        Ok(PyTokenizer::new(tokenizer, Stats::new()))
     }
 
     /// Read a `.tiktoken` ranks file; `special_tokens` gives each special string its id.
@@ -55,7 +49,7 @@ impl PyTokenizer {
         special_tokens: Vec<(String, u32)>,
     ) -> PyResult<Self> {
         let tokenizer = py.detach(|| guard(|| Tokenizer::load_tiktoken(&path, pattern, special_tokens)))?;
-        Ok(PyTokenizer::wrap(tokenizer, Stats::new()))
+        Ok(PyTokenizer::new(tokenizer, Stats::new()))
     }
 
     fn encode_ordinary(&self, py: Python<'_>, text: &str) -> PyResult<Vec<u32>> {
@@ -105,10 +99,8 @@ impl PyTokenizer {
     fn encode_to_tokens<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Vec<Bound<'py, PyBytes>>> {
         let current = self.current();
         let ids = py.detach(|| guard(|| current.encoder().encode_ordinary(text)))?;
-        Ok(ids
-            .iter()
-            .map(|&i| PyBytes::new(py, current.encoder().token(i)))
-            .collect())
+        let token = |&i: &u32| PyBytes::new(py, current.encoder().token(i));
+        Ok(ids.iter().map(token).collect())
     }
 
     fn decode_bytes<'py>(&self, py: Python<'py>, ids: Vec<i64>) -> PyResult<Bound<'py, PyBytes>> {
@@ -193,11 +185,8 @@ impl PyTokenizer {
 
     fn __repr__(&self) -> String {
         let current = self.current();
-        format!(
-            "<superword._core.Tokenizer {}: {} ids>",
-            current.kind(),
-            current.vocab_size()
-        )
+        let (kind, size) = (current.kind(), current.vocab_size());
+        format!("<superword._core.Tokenizer {kind}: {size} ids>")
     }
 }
 
