@@ -198,3 +198,102 @@ impl<T> Shared<T> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ranks::RankModel;
+
+    fn golden(name: &str) -> String {
+        format!("{}/tests/data/golden/{name}", env!("CARGO_MANIFEST_DIR"))
+    }
+
+    /// Tokens "a", "b", "ab" with ranks 0, 1, 5 and one special token with id 9.
+    fn ranks() -> Tokenizer {
+        let tokens: [(&[u8], u32); 3] = [(b"a", 0), (b"b", 1), (b"ab", 5)];
+        let model = RankModel {
+            vocab: tokens.iter().map(|&(t, i)| (i, t.to_vec())).collect(),
+            ranks: tokens.iter().map(|&(t, i)| (t.to_vec(), i)).collect(),
+            pattern: r"\w+|\s+".into(),
+            special: vec![("<|end|>".into(), 9)],
+        };
+        Tokenizer::Ranks(RankEncoder::new(model).unwrap())
+    }
+
+    #[test]
+    fn special_tokens_of_a_model_take_the_next_ids_and_are_encoded() {
+        let t = Tokenizer::load(&golden("taylorswift_400_v600/boundless.model"), false).unwrap();
+        assert_eq!(t.kind(), "boundless");
+        let n = t.vocab_size();
+        assert_eq!(t.vocab_items().len(), n - t.special_tokens().len());
+        let t = t
+            .with_special_tokens(vec!["<|a|>".into(), "<|b|>".into()])
+            .unwrap();
+        assert_eq!(
+            t.special_tokens()[t.special_tokens().len() - 2..],
+            [
+                ("<|a|>".to_string(), n as u32),
+                ("<|b|>".to_string(), n as u32 + 1)
+            ]
+        );
+        assert_eq!(t.vocab_size(), n + 2);
+        let ids = t.encoder().encode("x<|b|>", &["<|b|>".to_string()]).unwrap();
+        assert_eq!(ids.last(), Some(&(n as u32 + 1)));
+        assert!(
+            matches!(t.with_special_tokens(vec!["<|a|>".into()]), Err(Error::Value(m)) if m.contains("already"))
+        );
+    }
+
+    #[test]
+    fn superwords_are_told_apart_and_ids_beyond_the_vocabulary_refused() {
+        let t = Tokenizer::load(&golden("taylorswift_400_v600/boundless.model"), false).unwrap();
+        let items = t.vocab_items();
+        assert!(items.iter().any(|&(_, _, s)| s) && items.iter().any(|&(_, _, s)| !s));
+        for &(id, bytes, is_super) in &items {
+            assert_eq!(t.is_superword(id as i64).unwrap(), is_super);
+            assert_eq!(t.id_of(bytes), Some(id));
+        }
+        assert!(t.is_superword(items.len() as i64).is_err());
+        assert!(t.is_superword(-1).is_err());
+    }
+
+    #[test]
+    fn the_greedy_split_needs_the_sidecar() {
+        let path = golden("multi_1230_v1500_greedy/boundless.model");
+        assert!(Tokenizer::load(&path, false).is_ok());
+        let err = Tokenizer::load(&path, true).err().unwrap();
+        assert!(matches!(err, Error::Value(m) if m.contains(".ngrams")));
+    }
+
+    #[test]
+    fn a_ranks_model_answers_like_tiktoken() {
+        let t = ranks();
+        assert_eq!(
+            (t.kind(), t.pattern(), t.vocab_size(), t.num_supermerges()),
+            ("tiktoken", r"\w+|\s+", 10, 0)
+        );
+        assert_eq!(t.id_of(b"ab"), Some(5));
+        assert_eq!(t.encoder().encode_ordinary("abba").unwrap(), [5, 1, 0]);
+        assert!(!t.is_superword(5).unwrap());
+        assert!(t.is_superword(3).is_err());
+        assert!(t.dumps().is_err());
+        assert_eq!(t.dumps_ngrams(), None);
+        let back = crate::ranks::parse(&t.dumps_tiktoken().unwrap(), "x").unwrap();
+        assert_eq!(back.vocab.len(), 3);
+        assert_eq!(back.ranks[&b"ab".to_vec()], 5);
+        let t = t.with_special_tokens(vec!["<|x|>".into()]).unwrap();
+        assert_eq!(t.special_tokens()[1], ("<|x|>".to_string(), 10));
+        assert!(t
+            .with_special_tokens(vec!["<|y|>".into(), "<|y|>".into()])
+            .is_err());
+    }
+
+    #[test]
+    fn a_swapped_state_leaves_earlier_readers_with_theirs() {
+        let shared = Shared::new(1);
+        let before = shared.get();
+        shared.update(|v| Ok(v + 1)).unwrap();
+        assert!(shared.update(|_| Err(Error::Value("no".into()))).is_err());
+        assert_eq!((*before, *shared.get()), (1, 2));
+    }
+}
