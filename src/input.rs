@@ -116,6 +116,39 @@ pub trait Documents {
     fn for_each_batch(&mut self, f: &mut dyn FnMut(&[&str]) -> Result<()>) -> Result<()>;
 }
 
+/// The next batch of a stream of documents read one at a time: documents until they make at
+/// least a quarter of [`BLOCK_BYTES`] (empty at the end of the stream).
+pub fn take_batch<E>(
+    documents: impl Iterator<Item = std::result::Result<String, E>>,
+) -> std::result::Result<Vec<String>, E> {
+    let (mut batch, mut bytes) = (Vec::new(), 0);
+    for doc in documents {
+        let doc = doc?;
+        bytes += doc.len();
+        batch.push(doc);
+        if bytes >= BLOCK_BYTES / 4 {
+            break;
+        }
+    }
+    Ok(batch)
+}
+
+/// Documents handed over by `next` a batch at a time, until it gives an empty batch (the
+/// seam reads a Python iterator so, with [`take_batch`]).
+pub struct Batches<F>(pub F);
+
+impl<F: FnMut() -> Result<Vec<String>>> Documents for Batches<F> {
+    fn for_each_batch(&mut self, f: &mut dyn FnMut(&[&str]) -> Result<()>) -> Result<()> {
+        loop {
+            let batch = (self.0)()?;
+            if batch.is_empty() {
+                return Ok(());
+            }
+            f(&batch.iter().map(String::as_str).collect::<Vec<_>>())?;
+        }
+    }
+}
+
 /// Documents in memory, in one batch.
 impl Documents for [String] {
     fn for_each_batch(&mut self, f: &mut dyn FnMut(&[&str]) -> Result<()>) -> Result<()> {

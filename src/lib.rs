@@ -15,6 +15,8 @@
 //! * [`encode`]: encoding and decoding with a model;
 //! * [`ranks`]: tiktoken rank files and their encoder;
 //! * [`minbpe`]: minbpe-compatible training and encoding;
+//! * [`tokenizer`]: a model ready to encode (superword or ranks), as the seam's one class holds it;
+//! * [`threads`]: reusable thread pools, and long work run beside a caller that watches for Ctrl-C;
 //! * [`error`]: the one error type, converted to a Python exception at the seam.
 //!
 //! PyO3 lives only in `src/py/`, behind the `python` feature that maturin turns on, so
@@ -30,6 +32,8 @@ pub mod model;
 pub mod pretokenize;
 pub mod ranks;
 pub mod scripts;
+pub mod threads;
+pub mod tokenizer;
 pub mod tokens;
 pub mod train;
 

@@ -42,6 +42,15 @@ pub struct MinMerge {
     pub round: u32,
 }
 
+/// A merge as a flat row: `(left, right, id, count, round)`.
+pub type MergeRow = (u32, u32, u32, u64, u32);
+
+impl MinMerge {
+    pub fn row(&self) -> MergeRow {
+        (self.pair.0, self.pair.1, self.id, self.count, self.round)
+    }
+}
+
 struct State {
     token: Vec<u32>,
     next: Vec<u32>,
@@ -260,6 +269,21 @@ pub fn train(
     control.progress("merges", merges.len() as u64, num_merges as u64)?;
     Ok(merges)
 }
+/// Train on `text`: its chunks by `pattern` (minbpe's RegexTokenizer), or the whole text as
+/// one chunk without a pattern (its BasicTokenizer).  As [`train`] otherwise.
+pub fn train_text(
+    text: &str,
+    num_merges: usize,
+    pattern: Option<&str>,
+    batch_size: usize,
+    control: &dyn Control,
+    on_merge: impl FnMut(&MinMerge) -> Result<()>,
+) -> Result<Vec<MinMerge>> {
+    let matcher = pattern.map(|p| Matcher::new(p, "pattern")).transpose()?;
+    let chunks = distinct_chunks(text, matcher.as_ref())?;
+    train(&chunks, num_merges, batch_size, control, on_merge)
+}
+
 /// The distinct chunks of `text` in order of first appearance, with their counts: the
 /// matches of `matcher`, or the whole text without one (minbpe's BasicTokenizer).
 pub fn distinct_chunks<'t>(text: &'t str, matcher: Option<&Matcher>) -> Result<Vec<(&'t [u8], u64)>> {

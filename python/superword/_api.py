@@ -231,9 +231,9 @@ def train(inputs: Any, vocab_size: int = 32768, algorithm: str = "boundless",
                        greedy_split=greedy_split, tau=float(tau), blowup=blowup, threads=threads,
                        progress=progress)
         if paths is not None:
-            impl = core.train_files(paths, text_field=text_field, **options)
+            impl = core.train_files(paths, text_field, options)
         else:
-            impl = core.train_iter(documents, **options)
+            impl = core.train_iter(documents, options)
         tok = Tokenizer(impl, backend)
     else:
         stats: dict[str, float] = {}
@@ -342,7 +342,7 @@ class Tokenizer:
         _pretok.Pretokenizer(pattern)  # a bad pattern is named here
         path = os.fspath(path)
         if backend == "rust":
-            impl = _core_module().RankTokenizer.load(path, pattern, list(special.items()))
+            impl = _core_module().Tokenizer.from_tiktoken(path, pattern, list(special.items()))
         else:
             impl = ReferenceRankCore.load(path, pattern, list(special.items()))
         return cls(impl, backend)

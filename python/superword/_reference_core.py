@@ -97,7 +97,7 @@ class ReferenceCore:
 
 
 class ReferenceRankCore:
-    """A tiktoken ranks model in pure Python (the reference of ``_core.RankTokenizer``)."""
+    """A tiktoken ranks model in pure Python (the reference of ``_core.Tokenizer.from_tiktoken``)."""
 
     kind = "tiktoken"
     num_supermerges = 0

@@ -1,0 +1,195 @@
+//! The one tokenizer class, for both kinds of model (see `crate::tokenizer`).
+
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+use pyo3::types::{IntoPyDict, PyBytes, PyDict};
+
+use super::guard;
+use crate::model::v2;
+use crate::threads::pool;
+use crate::tokenizer::{Shared, Tokenizer};
+use crate::train::Stats;
+
+/// A trained or loaded model (superword or tiktoken ranks) with its encoder.
+#[pyclass(name = "Tokenizer", module = "superword._core")]
+pub struct PyTokenizer {
+    state: Shared<Tokenizer>,
+    /// seconds per training stage (none for a loaded model)
+    stats: Stats,
+}
+
+impl PyTokenizer {
+    pub(super) fn new(tokenizer: Tokenizer, stats: Stats) -> PyTokenizer {
+        let state = Shared::new(tokenizer);
+        PyTokenizer { state, stats }
+    }
+
+    fn current(&self) -> Arc<Tokenizer> {
+        self.state.get()
+    }
+}
+
+#[pymethods]
+impl PyTokenizer {
+    /// Load a "BoundlessBPE v2" model file.
+    #[staticmethod]
+    #[pyo3(signature = (path, greedy_split=false))]
+    fn load(py: Python<'_>, path: String, greedy_split: bool) -> PyResult<Self> {
+        let tokenizer = py.detach(|| guard(|| Tokenizer::load(&path, greedy_split)))?;
+        Ok(PyTokenizer::new(tokenizer, Stats::new()))
+    }
+
+    /// Read a `.tiktoken` ranks file; `special_tokens` gives each special string its id.
+    #[staticmethod]
+    fn from_tiktoken(
+        py: Python<'_>,
+        path: String,
+        pattern: String,
+        special_tokens: Vec<(String, u32)>,
+    ) -> PyResult<Self> {
+        let tokenizer = py.detach(|| guard(|| Tokenizer::load_tiktoken(&path, pattern, special_tokens)))?;
+        Ok(PyTokenizer::new(tokenizer, Stats::new()))
+    }
+
+    fn encode_ordinary(&self, py: Python<'_>, text: &str) -> PyResult<Vec<u32>> {
+        let current = self.current();
+        py.detach(|| guard(|| current.encoder().encode_ordinary(text)))
+    }
+
+    fn encode(&self, py: Python<'_>, text: &str, allowed: Vec<String>) -> PyResult<Vec<u32>> {
+        let current = self.current();
+        py.detach(|| guard(|| current.encoder().encode(text, &allowed)))
+    }
+
+    /// Encode many texts in parallel (GIL released); `threads=None` uses all cores.
+    #[pyo3(signature = (texts, allowed, threads=None))]
+    fn encode_batch(
+        &self,
+        py: Python<'_>,
+        texts: Vec<String>,
+        allowed: Vec<String>,
+        threads: Option<usize>,
+    ) -> PyResult<Vec<Vec<u32>>> {
+        let pool = pool(threads)?;
+        let current = self.current();
+        py.detach(|| guard(|| pool.install(|| current.encoder().encode_batch(&strs(&texts), &allowed))))
+    }
+
+    /// `encode_batch` as two little-endian buffers: all ids (u32), and `len(texts) + 1`
+    /// offsets (u64) into them; no Python object per token.
+    #[pyo3(signature = (texts, allowed, threads=None))]
+    fn encode_batch_flat<'py>(
+        &self,
+        py: Python<'py>,
+        texts: Vec<String>,
+        allowed: Vec<String>,
+        threads: Option<usize>,
+    ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+        let pool = pool(threads)?;
+        let current = self.current();
+        let (ids, offsets) = py.detach(|| {
+            guard(|| pool.install(|| current.encoder().encode_batch_flat(&strs(&texts), &allowed)))
+        })?;
+        let ids: Vec<u8> = ids.iter().flat_map(|i| i.to_le_bytes()).collect();
+        let offsets: Vec<u8> = offsets.iter().flat_map(|o| o.to_le_bytes()).collect();
+        Ok((PyBytes::new(py, &ids), PyBytes::new(py, &offsets)))
+    }
+
+    fn encode_to_tokens<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+        let current = self.current();
+        let ids = py.detach(|| guard(|| current.encoder().encode_ordinary(text)))?;
+        let token = |&i: &u32| PyBytes::new(py, current.encoder().token(i));
+        Ok(ids.iter().map(token).collect())
+    }
+
+    fn decode_bytes<'py>(&self, py: Python<'py>, ids: Vec<i64>) -> PyResult<Bound<'py, PyBytes>> {
+        let current = self.current();
+        let bytes = py.detach(|| guard(|| current.encoder().decode_bytes(&ids)))?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    fn token_bytes<'py>(&self, py: Python<'py>, id: i64) -> PyResult<Bound<'py, PyBytes>> {
+        Ok(PyBytes::new(py, &self.current().encoder().decode_bytes(&[id])?))
+    }
+
+    /// The model file's text (a tiktoken ranks model has none).
+    fn dumps(&self) -> PyResult<String> {
+        Ok(self.current().dumps()?)
+    }
+
+    /// The n-gram sidecar's text of a model trained with the greedy split (`None` without one);
+    /// `Tokenizer.save` writes both files through `superword/_files.py`.
+    fn dumps_ngrams(&self) -> Option<String> {
+        self.current().dumps_ngrams()
+    }
+
+    /// Write the vocabulary as a `.tiktoken` ranks file (plain BPE models in simple mode only).
+    fn save_tiktoken(&self, py: Python<'_>, path: String) -> PyResult<()> {
+        let text = self.current().dumps_tiktoken()?;
+        py.detach(|| guard(|| v2::write_atomic(&path, &text)))
+    }
+
+    #[getter]
+    fn kind(&self) -> &'static str {
+        self.current().kind()
+    }
+
+    /// The pre-tokenization pattern (the main one).
+    #[getter]
+    fn pattern(&self) -> String {
+        self.current().pattern().to_string()
+    }
+
+    #[getter]
+    fn vocab_size(&self) -> usize {
+        self.current().vocab_size()
+    }
+
+    #[getter]
+    fn num_supermerges(&self) -> usize {
+        self.current().num_supermerges()
+    }
+
+    #[getter]
+    fn special_tokens<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        self.current().special_tokens().into_py_dict(py)
+    }
+
+    #[getter]
+    fn training_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        self.stats.clone().into_py_dict(py)
+    }
+
+    fn is_superword(&self, id: i64) -> PyResult<bool> {
+        Ok(self.current().is_superword(id)?)
+    }
+
+    /// The id of a token given by its bytes, if any.
+    fn id_of(&self, token: &[u8]) -> Option<u32> {
+        self.current().id_of(token)
+    }
+
+    /// (id, bytes, is_superword) for every regular and superword token.
+    fn vocab_items<'py>(&self, py: Python<'py>) -> Vec<(u32, Bound<'py, PyBytes>, bool)> {
+        let current = self.current();
+        let items = current.vocab_items().into_iter();
+        items.map(|(i, t, s)| (i, PyBytes::new(py, t), s)).collect()
+    }
+
+    /// Add special tokens with the next free ids; safe while other threads encode (see
+    /// [`Shared`]).
+    fn register_special_tokens(&self, py: Python<'_>, tokens: Vec<String>) -> PyResult<()> {
+        py.detach(|| guard(|| self.state.update(|t| t.with_special_tokens(tokens))))
+    }
+
+    fn __repr__(&self) -> String {
+        let current = self.current();
+        let (kind, size) = (current.kind(), current.vocab_size());
+        format!("<superword._core.Tokenizer {kind}: {size} ids>")
+    }
+}
+
+fn strs(texts: &[String]) -> Vec<&str> {
+    texts.iter().map(String::as_str).collect()
+}

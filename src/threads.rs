@@ -1,0 +1,204 @@
+//! Threads for a caller that waits on the core (the Python seam): a few reusable rayon pools,
+//! and long work run on a thread of its own while the caller watches for Ctrl-C.
+//!
+//! Why a thread of its own: Python runs signal handlers only on its main thread, and when the
+//! training ran inside `pool.install` on rayon's threads, Ctrl-C took effect when training
+//! ended (70 s later for a 200 MB line).  Now the caller's thread (Python's, with the GIL
+//! released) polls for signals every 50 ms ([`Watch::run`]): the interrupt is raised at once,
+//! and [`Watch::stop`] tells the abandoned work to end at its next check (every 256 merges,
+//! every block of input, before each read of the file reader).  Stages without checks (the
+//! candidates) finish first, in the background, and their result is dropped.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{channel, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+
+/// How many pools [`pool`] keeps.
+const POOLS_KEPT: usize = 2;
+
+/// A rayon pool of `threads` workers, kept for reuse: starting threads for every
+/// `encode_batch` call would cost more than small batches take.  `None` means the environment
+/// variable `RAYON_NUM_THREADS`, else all cores (rayon's rule); a number above the available
+/// cores is reduced to them.  At most [`POOLS_KEPT`] pools are kept (the least recently used
+/// goes; its threads end when its last call returns), so a process that asks for many
+/// different counts still holds at most that many pools' workers.
+pub fn pool(threads: Option<usize>) -> Result<Arc<rayon::ThreadPool>> {
+    static POOLS: Mutex<Vec<(Option<usize>, Arc<rayon::ThreadPool>)>> = Mutex::new(Vec::new());
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let key = match threads {
+        Some(0) => {
+            return Err(Error::Value(
+                "threads must be at least 1 (or None for all cores)".into(),
+            ))
+        }
+        Some(n) => Some(n.min(cores)),
+        None => None,
+    };
+    let mut pools = POOLS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(at) = pools.iter().position(|(k, _)| *k == key) {
+        let entry = pools.remove(at);
+        let p = entry.1.clone();
+        pools.push(entry); // most recently used last
+        return Ok(p);
+    }
+    let mut builder = rayon::ThreadPoolBuilder::new();
+    if let Some(n) = key {
+        builder = builder.num_threads(n);
+    }
+    let p = Arc::new(
+        builder
+            .build()
+            .map_err(|e| Error::Runtime(format!("cannot start {threads:?} threads: {e}")))?,
+    );
+    if pools.len() >= POOLS_KEPT {
+        pools.remove(0);
+    }
+    pools.push((key, p.clone()));
+    Ok(p)
+}
+
+/// What a caller shares with work it runs through [`Watch::run`]: a stop flag, the first error
+/// of the caller's kind `E` (a Python exception raised by a callback or a signal handler, given
+/// back by `run`), and the clock that spaces out progress reports.
+pub struct Watch<E> {
+    /// raised with the error: the work stops at its next check
+    pub stop: Arc<AtomicBool>,
+    error: Mutex<Option<E>>,
+    /// when and for which stage the last progress report went out
+    last: Mutex<Option<(Instant, String)>>,
+}
+
+impl<E: Send + From<Error>> Watch<E> {
+    pub fn new() -> Watch<E> {
+        Watch {
+            stop: Arc::new(AtomicBool::new(false)),
+            error: Mutex::new(None),
+            last: Mutex::new(None),
+        }
+    }
+
+    /// `Err(Interrupted)` once the work should stop.
+    pub fn check(&self) -> Result<()> {
+        match self.stop.load(Ordering::SeqCst) {
+            true => Err(Error::Interrupted),
+            false => Ok(()),
+        }
+    }
+
+    /// Keep `e` for [`Watch::run`] to return (the first one wins), stop the work, and give the
+    /// error with which the work ends.
+    pub fn fail(&self, e: E) -> Error {
+        self.error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_or_insert(e);
+        self.stop.store(true, Ordering::SeqCst);
+        Error::Interrupted
+    }
+
+    /// Is a progress report due?  A new stage and a finished one at once, the rest at most
+    /// every 100 ms.
+    pub fn due(&self, stage: &str, done: u64, total: u64) -> bool {
+        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Instant::now();
+        if let Some((t, s)) = &*last {
+            let finished = total > 0 && done >= total;
+            if s == stage && !finished && now.duration_since(*t) < Duration::from_millis(100) {
+                return false;
+            }
+        }
+        *last = Some((now, stage.to_string()));
+        true
+    }
+
+    /// Run `work` on a thread of its own while this thread calls `poll` every 50 ms.  When
+    /// `poll` fails (Ctrl-C) this returns at once and stops the work, which ends at its next
+    /// check (it owns everything it uses) and whose result is dropped.  An error kept by
+    /// [`Watch::fail`] comes back instead of the work's result.
+    pub fn run<T: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> std::result::Result<T, E> + Send + 'static,
+        mut poll: impl FnMut() -> std::result::Result<(), E>,
+    ) -> std::result::Result<T, E>
+    where
+        E: 'static,
+    {
+        let (sender, receiver) = channel();
+        std::thread::Builder::new()
+            .name("superword-train".into())
+            .spawn(move || {
+                let _ = sender.send(work());
+            })
+            .map_err(|e| Error::Runtime(format!("cannot start the training thread: {e}")))?;
+        let out = loop {
+            match receiver.recv_timeout(Duration::from_millis(50)) {
+                Ok(out) => break out,
+                Err(RecvTimeoutError::Timeout) => {
+                    if let Err(e) = poll() {
+                        break Err(self.fail(e).into());
+                    }
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    break Err(Error::internal("the training thread ended without a result").into())
+                }
+            }
+        };
+        match self.error.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            Some(e) => Err(e),
+            None => out,
+        }
+    }
+}
+
+impl<E: Send + From<Error>> Default for Watch<E> {
+    fn default() -> Self {
+        Watch::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zero_threads_is_refused_and_pools_are_reused() {
+        assert!(matches!(pool(Some(0)), Err(Error::Value(m)) if m.contains("at least 1")));
+        let a = pool(Some(1)).unwrap();
+        assert!(Arc::ptr_eq(&a, &pool(Some(1)).unwrap()));
+        assert_eq!(a.current_num_threads(), 1);
+    }
+
+    #[test]
+    fn progress_reports_are_spaced_but_new_and_finished_stages_go_out() {
+        let w: Watch<Error> = Watch::new();
+        assert!(w.due("merges", 1, 10));
+        assert!(!w.due("merges", 2, 10));
+        assert!(w.due("merges", 10, 10));
+        assert!(w.due("candidates", 0, 5));
+    }
+
+    #[test]
+    fn a_failed_poll_stops_the_work_and_returns_the_callers_error() {
+        let w = Arc::new(Watch::<Error>::new());
+        let inner = w.clone();
+        let out: std::result::Result<(), Error> = w.run(
+            move || loop {
+                inner.check()?;
+                std::thread::sleep(Duration::from_millis(5));
+            },
+            || Err(Error::Value("Ctrl-C".into())),
+        );
+        assert!(matches!(out, Err(Error::Value(m)) if m == "Ctrl-C"));
+        assert!(w.check().is_err());
+    }
+
+    #[test]
+    fn the_works_result_comes_back_when_nothing_failed() {
+        let w = Watch::<Error>::new();
+        assert_eq!(w.run(|| Ok(7), || Ok(())).unwrap(), 7);
+        assert!(w.check().is_ok());
+    }
+}

@@ -1,0 +1,299 @@
+//! A tokenizer ready to encode, of either kind the Python API offers: a superword model (BPE,
+//! BoundlessBPE, SuperBPE) with its encoder, or a tiktoken ranks model.  Every question the
+//! seam's one `Tokenizer` class asks is answered here, once for both kinds.
+
+use std::sync::{Arc, RwLock};
+
+use crate::encode::{Encode, Encoder};
+use crate::error::{Error, Result};
+use crate::model::{v2, Model};
+use crate::ranks::{self, RankEncoder};
+
+// one value per Python tokenizer, kept behind an `Arc`: the size of the variants does not matter
+#[allow(clippy::large_enum_variant)]
+pub enum Tokenizer {
+    /// a trained or loaded model; `greedy_split`: encoding cuts runs into the n-grams of
+    /// training (SPEC 3.1), else the paper's encoding
+    Superword {
+        model: Model,
+        encoder: Encoder,
+        greedy_split: bool,
+    },
+    /// a `.tiktoken` ranks model, encoding exactly as tiktoken does
+    Ranks(RankEncoder),
+}
+
+impl Tokenizer {
+    pub fn new(model: Model, greedy_split: bool) -> Result<Tokenizer> {
+        let encoder = Encoder::new(&model, greedy_split)?;
+        Ok(Tokenizer::Superword {
+            model,
+            encoder,
+            greedy_split,
+        })
+    }
+
+    /// Load a "BoundlessBPE v2" model file.  With `greedy_split` the n-gram table comes from
+    /// the sidecar (SPEC 3.1); a table inside a model file of an earlier version is used only
+    /// when there is no sidecar.
+    pub fn load(path: &str, greedy_split: bool) -> Result<Tokenizer> {
+        let mut model = v2::read(path)?;
+        let sidecar = std::path::Path::new(&v2::ngrams_path(path)).exists();
+        if greedy_split && (model.ngrams.is_none() || sidecar) {
+            model.ngrams = Some(v2::read_ngrams(path)?);
+        }
+        Tokenizer::new(model, greedy_split)
+    }
+
+    /// Read a `.tiktoken` file; `special` gives each special string its id.
+    pub fn load_tiktoken(path: &str, pattern: String, special: Vec<(String, u32)>) -> Result<Tokenizer> {
+        Ok(Tokenizer::Ranks(RankEncoder::load(path, pattern, special)?))
+    }
+
+    pub fn encoder(&self) -> &dyn Encode {
+        match self {
+            Tokenizer::Superword { encoder, .. } => encoder,
+            Tokenizer::Ranks(r) => r,
+        }
+    }
+
+    /// "word", "boundless", "superbpe" or "tiktoken".
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Tokenizer::Superword { model, .. } => model.kind.name(),
+            Tokenizer::Ranks(_) => "tiktoken",
+        }
+    }
+
+    /// The pre-tokenization pattern (the main one).
+    pub fn pattern(&self) -> &str {
+        match self {
+            Tokenizer::Superword { model, .. } => &model.settings.main_regex,
+            Tokenizer::Ranks(r) => &r.model.pattern,
+        }
+    }
+
+    /// One more than the largest id, special tokens included.
+    pub fn vocab_size(&self) -> usize {
+        match self {
+            Tokenizer::Superword { model, .. } => model.vocab_size(),
+            Tokenizer::Ranks(r) => r.vocab_size(),
+        }
+    }
+
+    pub fn num_supermerges(&self) -> usize {
+        match self {
+            Tokenizer::Superword { model, .. } => model.supermerges.len(),
+            Tokenizer::Ranks(_) => 0,
+        }
+    }
+
+    pub fn special_tokens(&self) -> &[(String, u32)] {
+        match self {
+            Tokenizer::Superword { model, .. } => &model.special_tokens,
+            Tokenizer::Ranks(r) => &r.model.special,
+        }
+    }
+
+    /// Is `id` a superword?  An id that is no token is an error.
+    pub fn is_superword(&self, id: i64) -> Result<bool> {
+        match self {
+            Tokenizer::Superword { model, .. } => model.is_superword(id),
+            Tokenizer::Ranks(r) => r.decode_bytes(&[id]).map(|_| false),
+        }
+    }
+
+    /// The id of a regular or superword token given by its bytes.
+    pub fn id_of(&self, token: &[u8]) -> Option<u32> {
+        match self {
+            Tokenizer::Superword { encoder, .. } => encoder.id_of(token),
+            Tokenizer::Ranks(r) => r.model.ranks.get(token).copied(),
+        }
+    }
+
+    /// (id, bytes, is a superword) for every regular and superword token, in id order.
+    pub fn vocab_items(&self) -> Vec<(u32, &[u8], bool)> {
+        match self {
+            Tokenizer::Superword { model, .. } => (model.vocab.iter().zip(&model.is_super).enumerate())
+                .map(|(i, (t, &s))| (i as u32, t.as_slice(), s))
+                .collect(),
+            Tokenizer::Ranks(r) => r.items().into_iter().map(|(i, t)| (i, t, false)).collect(),
+        }
+    }
+
+    /// This tokenizer with `tokens` added as special tokens with the next free ids; a token
+    /// that is already registered (or named twice) is an error.
+    pub fn with_special_tokens(&self, tokens: Vec<String>) -> Result<Tokenizer> {
+        for (i, t) in tokens.iter().enumerate() {
+            if self.special_tokens().iter().any(|(s, _)| s == t) || tokens[..i].contains(t) {
+                return Err(Error::Value(format!("special token {t:?} is already registered")));
+            }
+        }
+        match self {
+            Tokenizer::Superword {
+                model, greedy_split, ..
+            } => {
+                let mut model = model.clone();
+                model.add_special_tokens(tokens);
+                Tokenizer::new(model, *greedy_split)
+            }
+            Tokenizer::Ranks(r) => {
+                let mut model = r.model.clone();
+                for t in tokens {
+                    let ids = model.vocab.keys().chain(model.special.iter().map(|(_, i)| i));
+                    let id = ids.max().map_or(1, |m| m + 1);
+                    model.special.push((t, id));
+                }
+                Ok(Tokenizer::Ranks(RankEncoder::new(model)?))
+            }
+        }
+    }
+
+    /// The model file's text ("BoundlessBPE v2").
+    pub fn dumps(&self) -> Result<String> {
+        match self {
+            Tokenizer::Superword { model, .. } => Ok(v2::dumps(model)),
+            Tokenizer::Ranks(_) => Err(Error::Value(
+                "a tiktoken ranks model has no BoundlessBPE v2 form".into(),
+            )),
+        }
+    }
+
+    /// The n-gram sidecar's text of a model trained with the greedy split, if any.
+    pub fn dumps_ngrams(&self) -> Option<String> {
+        match self {
+            Tokenizer::Superword { model, .. } => model.ngrams.as_deref().map(v2::dumps_ngrams),
+            Tokenizer::Ranks(_) => None,
+        }
+    }
+
+    /// The `.tiktoken` ranks file's text (plain BPE models in simple mode only).
+    pub fn dumps_tiktoken(&self) -> Result<String> {
+        match self {
+            Tokenizer::Superword { model, .. } => ranks::dumps_model(model),
+            Tokenizer::Ranks(r) => Ok(ranks::dumps(r.items())),
+        }
+    }
+}
+
+/// A tokenizer's state, shared by the calls that use it.  Registering special tokens builds a
+/// new state and swaps it in; calls already running (on any thread) finish with the state they
+/// started with, so registering never waits for them nor fails because of them.
+pub struct Shared<T>(RwLock<Arc<T>>);
+
+impl<T> Shared<T> {
+    pub fn new(value: T) -> Shared<T> {
+        Shared(RwLock::new(Arc::new(value)))
+    }
+
+    pub fn get(&self) -> Arc<T> {
+        self.0.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Replace the state by `f(current)`; one update at a time.
+    pub fn update(&self, f: impl FnOnce(&T) -> Result<T>) -> Result<()> {
+        let mut slot = self.0.write().unwrap_or_else(|e| e.into_inner());
+        let next = f(&slot)?;
+        *slot = Arc::new(next);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ranks::RankModel;
+
+    fn golden(name: &str) -> String {
+        format!("{}/tests/data/golden/{name}", env!("CARGO_MANIFEST_DIR"))
+    }
+
+    /// Tokens "a", "b", "ab" with ranks 0, 1, 5 and one special token with id 9.
+    fn ranks() -> Tokenizer {
+        let tokens: [(&[u8], u32); 3] = [(b"a", 0), (b"b", 1), (b"ab", 5)];
+        let model = RankModel {
+            vocab: tokens.iter().map(|&(t, i)| (i, t.to_vec())).collect(),
+            ranks: tokens.iter().map(|&(t, i)| (t.to_vec(), i)).collect(),
+            pattern: r"\w+|\s+".into(),
+            special: vec![("<|end|>".into(), 9)],
+        };
+        Tokenizer::Ranks(RankEncoder::new(model).unwrap())
+    }
+
+    #[test]
+    fn special_tokens_of_a_model_take_the_next_ids_and_are_encoded() {
+        let t = Tokenizer::load(&golden("taylorswift_400_v600/boundless.model"), false).unwrap();
+        assert_eq!(t.kind(), "boundless");
+        let n = t.vocab_size();
+        assert_eq!(t.vocab_items().len(), n - t.special_tokens().len());
+        let t = t
+            .with_special_tokens(vec!["<|a|>".into(), "<|b|>".into()])
+            .unwrap();
+        assert_eq!(
+            t.special_tokens()[t.special_tokens().len() - 2..],
+            [
+                ("<|a|>".to_string(), n as u32),
+                ("<|b|>".to_string(), n as u32 + 1)
+            ]
+        );
+        assert_eq!(t.vocab_size(), n + 2);
+        let ids = t.encoder().encode("x<|b|>", &["<|b|>".to_string()]).unwrap();
+        assert_eq!(ids.last(), Some(&(n as u32 + 1)));
+        assert!(
+            matches!(t.with_special_tokens(vec!["<|a|>".into()]), Err(Error::Value(m)) if m.contains("already"))
+        );
+    }
+
+    #[test]
+    fn superwords_are_told_apart_and_ids_beyond_the_vocabulary_refused() {
+        let t = Tokenizer::load(&golden("taylorswift_400_v600/boundless.model"), false).unwrap();
+        let items = t.vocab_items();
+        assert!(items.iter().any(|&(_, _, s)| s) && items.iter().any(|&(_, _, s)| !s));
+        for &(id, bytes, is_super) in &items {
+            assert_eq!(t.is_superword(id as i64).unwrap(), is_super);
+            assert_eq!(t.id_of(bytes), Some(id));
+        }
+        assert!(t.is_superword(items.len() as i64).is_err());
+        assert!(t.is_superword(-1).is_err());
+    }
+
+    #[test]
+    fn the_greedy_split_needs_the_sidecar() {
+        let path = golden("multi_1230_v1500_greedy/boundless.model");
+        assert!(Tokenizer::load(&path, false).is_ok());
+        let err = Tokenizer::load(&path, true).err().unwrap();
+        assert!(matches!(err, Error::Value(m) if m.contains(".ngrams")));
+    }
+
+    #[test]
+    fn a_ranks_model_answers_like_tiktoken() {
+        let t = ranks();
+        assert_eq!(
+            (t.kind(), t.pattern(), t.vocab_size(), t.num_supermerges()),
+            ("tiktoken", r"\w+|\s+", 10, 0)
+        );
+        assert_eq!(t.id_of(b"ab"), Some(5));
+        assert_eq!(t.encoder().encode_ordinary("abba").unwrap(), [5, 1, 0]);
+        assert!(!t.is_superword(5).unwrap());
+        assert!(t.is_superword(3).is_err());
+        assert!(t.dumps().is_err());
+        assert_eq!(t.dumps_ngrams(), None);
+        let back = crate::ranks::parse(&t.dumps_tiktoken().unwrap(), "x").unwrap();
+        assert_eq!(back.vocab.len(), 3);
+        assert_eq!(back.ranks[&b"ab".to_vec()], 5);
+        let t = t.with_special_tokens(vec!["<|x|>".into()]).unwrap();
+        assert_eq!(t.special_tokens()[1], ("<|x|>".to_string(), 10));
+        assert!(t
+            .with_special_tokens(vec!["<|y|>".into(), "<|y|>".into()])
+            .is_err());
+    }
+
+    #[test]
+    fn a_swapped_state_leaves_earlier_readers_with_theirs() {
+        let shared = Shared::new(1);
+        let before = shared.get();
+        shared.update(|v| Ok(v + 1)).unwrap();
+        assert!(shared.update(|_| Err(Error::Value("no".into()))).is_err());
+        assert_eq!((*before, *shared.get()), (1, 2));
+    }
+}
