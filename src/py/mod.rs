@@ -19,6 +19,8 @@ use crate::pretokenize::{Matcher, Pretokenizer};
 use crate::ranks::RankEncoder;
 use crate::train::{Config, Control};
 
+mod counts;
+
 // ------------------------------------------------------------------------------------------
 // errors
 
@@ -908,5 +910,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyRankTokenizer>()?;
     m.add_class::<PyMinbpeEncoder>()?;
     m.add_function(wrap_pyfunction!(minbpe_train, m)?)?;
+    counts::register(m)?;
     Ok(())
 }
