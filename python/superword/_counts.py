@@ -97,14 +97,11 @@ class Counts:
 
     def to_backend(self, backend: str) -> Counts:
         """The same counts held by ``backend`` ("rust" or "reference")."""
-        from ._api import _core_module, _resolve_backend
+        from ._api import _resolve_backend
         backend = _resolve_backend(backend)
         if backend == self.backend:
             return self
-        data = self.to_bytes()
-        if backend == "rust":
-            return Counts(_core_module().Counts.from_bytes(data, "counts"), backend)
-        return Counts(ReferenceCounts.from_bytes(data, "counts"), backend)
+        return Counts(_impl_from_bytes(self.to_bytes(), "counts", backend), backend)
 
     # -- the header -------------------------------------------------------------------------
 
@@ -164,6 +161,14 @@ class Counts:
     def __repr__(self) -> str:
         return (f"<superword.Counts: {self.documents:,} documents, {self.num_words:,} distinct "
                 f"pretokens, {self.num_runs:,} runs, backend={self.backend!r}>")
+
+
+def _impl_from_bytes(data: bytes, name: str, backend: str) -> Any:
+    """A backend's counts from a count file's bytes (errors name ``name``)."""
+    from ._api import _core_module
+    if backend == "rust":
+        return _core_module().Counts.from_bytes(data, name)
+    return ReferenceCounts.from_bytes(data, name)
 
 
 def _check_min_count(min_count: object) -> int:
