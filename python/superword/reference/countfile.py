@@ -42,10 +42,12 @@ class CountSettings:
 
     def difference(self, other: CountSettings) -> str | None:
         """How ``self`` differs from ``other``, in words (the Rust twin's wording)."""
-        def show(v: object) -> str:
+        def show(v: str | tuple[str, ...] | None) -> str:
             if v is None:
                 return "none (simple mode)"
-            return "[" + ", ".join(_rust_debug(s) for s in v) + "]" if isinstance(v, tuple) else _rust_debug(v)
+            if isinstance(v, tuple):
+                return "[" + ", ".join(_rust_debug(s) for s in v) + "]"
+            return _rust_debug(v)
 
         def says(r: bool) -> str:
             return "with letter runs" if r else "without letter runs (runs=False)"
