@@ -71,3 +71,22 @@ def test_missing_ray_names_the_extra_to_install(corpus, monkeypatch):
 def test_ray_needs_files_not_documents_in_memory():
     with pytest.raises(TypeError, match="file paths"):
         superword.count(["some text", "more text"], executor="ray")
+
+
+@pytest.mark.parametrize("suffix", [".txt", ".jsonl"])
+def test_byte_ranges_cut_at_line_ends_give_the_documents_of_the_whole_file(tmp_path, monkeypatch, suffix):
+    from superword import _inputs
+    if suffix == ".txt":
+        lines = ["\ufeffthe first line", "crlf\r", "", "a lone \r inside", "  spaces  ", "última"] * 40
+        data = "\n".join(lines) + "\nno newline at the end"
+    else:
+        lines = ['{"text": "doc %d \\u00e9"}' % i if i % 7 else "  " for i in range(300)]
+        data = "\r\n".join(lines) + "\r\n"
+    path = tmp_path / f"f{suffix}"
+    path.write_bytes(data.encode("utf-8"))
+    monkeypatch.setattr(_ray, "MIN_RANGE_BYTES", 100)
+    ranges = _ray.plan([str(path)], 9)
+    assert len(ranges) >= 9 and ranges[0][1] == 0 and ranges[-1][2] == path.stat().st_size
+    assert all(a[2] == b[1] for a, b in zip(ranges, ranges[1:]))
+    pieces = [doc for p, start, end in ranges for doc in _inputs.read_range(p, start, end)]
+    assert pieces == list(_inputs.read_file(str(path)))
