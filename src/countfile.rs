@@ -98,14 +98,17 @@ fn overflow(what: &str) -> Error {
     ))
 }
 
-/// Sort `words` canonically and renumber `runs` (in the old ids) into the new ids, summing
-/// equal runs.
+/// Runs in the ids of one table, with that table's map from its ids to indices into the words.
+type Part = (Vec<u32>, Vec<(Box<[u32]>, u64)>);
+
+/// Sort `words` canonically and renumber the runs of `parts` into the new ids (in place: no
+/// run is copied), summing equal runs.
 fn canonical(
     settings: CountSettings,
     documents: u64,
     pretokens: u64,
     words: Vec<(Box<str>, u64)>,
-    runs: Vec<(Box<[u32]>, u64)>,
+    parts: Vec<Part>,
 ) -> Result<CountTable> {
     let mut order: Vec<u32> = (0..words.len() as u32).collect();
     order.par_sort_unstable_by(|&a, &b| {
@@ -117,10 +120,15 @@ fn canonical(
     for (rank, &old) in order.iter().enumerate() {
         new_id[old as usize] = rank as u32;
     }
-    let mut runs: Vec<(Box<[u32]>, u64)> = runs
-        .into_par_iter()
-        .map(|(run, count)| (run.iter().map(|&i| new_id[i as usize]).collect(), count))
-        .collect();
+    let mut runs: Vec<(Box<[u32]>, u64)> = Vec::with_capacity(parts.iter().map(|p| p.1.len()).sum());
+    for (remap, mut part) in parts {
+        part.par_iter_mut().for_each(|(run, _)| {
+            for id in run.iter_mut() {
+                *id = new_id[remap[*id as usize] as usize];
+            }
+        });
+        runs.append(&mut part);
+    }
     runs.par_sort_unstable_by(|a, b| a.0.cmp(&b.0));
     let mut merged: Vec<(Box<[u32]>, u64)> = Vec::with_capacity(runs.len());
     for (run, count) in runs {
@@ -148,15 +156,12 @@ fn canonical(
 impl CountTable {
     /// The canonical table of stage 1's result.
     pub fn from_counts(counts: Counts, settings: CountSettings) -> Result<CountTable> {
-        let mut runs = Vec::new();
-        for (remap, table) in counts.runs {
-            runs.extend(
-                table
-                    .into_iter()
-                    .map(|(run, c)| (run.iter().map(|&i| remap[i as usize]).collect(), c)),
-            );
-        }
-        canonical(settings, counts.documents, counts.pretokens, counts.words, runs)
+        let parts = counts
+            .runs
+            .into_iter()
+            .map(|(remap, table)| (remap, table.into_iter().collect()))
+            .collect();
+        canonical(settings, counts.documents, counts.pretokens, counts.words, parts)
     }
 
     /// Stage 1's result again, for training (`with_runs`: copy the runs too; plain BPE does
@@ -196,7 +201,7 @@ impl CountTable {
         let (mut documents, mut pretokens) = (0u64, 0u64);
         let mut index: FxHashMap<&str, u32> = FxHashMap::default();
         let mut words: Vec<(Box<str>, u64)> = Vec::new();
-        let mut runs: Vec<(Box<[u32]>, u64)> = Vec::new();
+        let mut parts: Vec<Part> = Vec::new();
         for t in tables {
             documents = documents
                 .checked_add(t.documents)
@@ -214,14 +219,10 @@ impl CountTable {
                 *slot = slot.checked_add(*c).ok_or_else(|| overflow("pretoken counts"))?;
                 remap.push(id);
             }
-            runs.extend(
-                t.runs
-                    .iter()
-                    .map(|(run, c)| (run.iter().map(|&i| remap[i as usize]).collect(), *c)),
-            );
+            parts.push((remap, t.runs.clone()));
         }
         drop(index);
-        canonical(first.settings.clone(), documents, pretokens, words, runs)
+        canonical(first.settings.clone(), documents, pretokens, words, parts)
     }
 
     /// Only the pretokens and runs counted at least `min_count` times.  (A run is never
