@@ -20,7 +20,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,6 +38,7 @@ if kind == "train-text":
         tok = superword.train(path, vocab, algorithm)
         result[algorithm] = time.perf_counter() - t
         result[algorithm + "_count_stage"] = tok.training_stats["pretokenize_count"]
+        result[algorithm + "_phase1"] = tok.training_stats["phase1"]
 elif kind in ("count", "count-noruns"):
     c = superword.count(path, runs=kind == "count")
     result["count"] = time.perf_counter() - start
@@ -109,6 +109,7 @@ def main() -> None:
     ap.add_argument("--skip-ray", action="store_true")
     ap.add_argument("--skip-growth", action="store_true")
     ap.add_argument("--skip-prune", action="store_true")
+    ap.add_argument("--skip-table", action="store_true", help="only the growth and pruning measurements")
     args = ap.parse_args()
     if not args.corpus.exists():
         raise SystemExit(f"{args.corpus} is not present")
@@ -121,39 +122,41 @@ def main() -> None:
         size = text.stat().st_size
         swc, bpe_swc = tmp / "corpus.swc", tmp / "bpe.swc"
 
-        today = run("train-text", text, tmp / "x", args.vocab)
-        counted = run("count", text, swc, args.vocab)
-        counted_bpe = run("count-noruns", text, bpe_swc, args.vocab)
-        from_bpe = run("from-counts:bpe", bpe_swc, tmp / "x", args.vocab)
-        from_full_bpe = run("from-counts:bpe", swc, tmp / "x", args.vocab)
-        from_boundless = run("from-counts:boundless", swc, tmp / "x", args.vocab)
-        ray = None if args.skip_ray else run("ray", text, tmp / "ray.swc", args.vocab)
-
         mb = size / 1e6
-        print(f"\n{mb:.0f} MB of text ({args.corpus.name}), vocab {args.vocab:,}\n")
-        print("| measure | target | measured |")
-        print("|---|---|---|")
-        print(f"| counting to a count file, BPE (no runs) | ≤ train's count stage ({today['bpe_count_stage']:.2f} s) "
-              f"| {counted_bpe['count']:.2f} s + {counted_bpe['save']:.2f} s write |")
-        print(f"| counting to a count file, with runs | ≤ train's count stage for BoundlessBPE "
-              f"({today['boundless_count_stage']:.2f} s) | {counted['count']:.2f} s + {counted['save']:.2f} s write |")
-        print(f"| training BPE {args.vocab:,} from the count file (BPE-only file) | ≤ 0.5 s | "
-              f"{from_bpe['load']:.2f} s load + {from_bpe['train']:.2f} s train |")
-        print(f"| training BPE {args.vocab:,} from the count file with runs | ≤ 0.5 s | "
-              f"{from_full_bpe['load']:.2f} s load + {from_full_bpe['train']:.2f} s train |")
-        print(f"| training BoundlessBPE {args.vocab:,}: from text / from counts | - | {today['boundless']:.2f} s / "
-              f"{from_boundless['load']:.2f} s load + {from_boundless['train']:.2f} s train |")
-        print(f"| count file size, BPE only | ≤ 15 % of the text | {bpe_swc.stat().st_size / 1e6:.1f} MB "
-              f"({100 * bpe_swc.stat().st_size / size:.1f} %) |")
-        print(f"| count file size, with runs | ≤ 15 % of the text | {swc.stat().st_size / 1e6:.1f} MB "
-              f"({100 * swc.stat().st_size / size:.1f} %) |")
-        print(f"| peak RSS: BoundlessBPE from text / from counts | - | {today['rss_mb']:.0f} MB (both algorithms) / "
-              f"{from_boundless['rss_mb']:.0f} MB |")
-        if ray is not None:
-            print(f"| Ray, local 2-CPU cluster: counting (second run) | ≤ 2 × local ({counted['count']:.2f} s) | "
-                  f"{ray['count_1']:.2f} s (first run {ray['count_0']:.2f} s; Ray start-up {ray['startup']:.1f} s, "
-                  f"excluded; identical bytes: {ray['identical']}) |")
-        print(f"\ndistinct pretokens {counted['words']:,}, distinct letter runs {counted['runs']:,}")
+        if not args.skip_table:
+            today = run("train-text", text, tmp / "x", args.vocab)
+            counted = run("count", text, swc, args.vocab)
+            counted_bpe = run("count-noruns", text, bpe_swc, args.vocab)
+            from_bpe = run("from-counts:bpe", bpe_swc, tmp / "x", args.vocab)
+            from_full_bpe = run("from-counts:bpe", swc, tmp / "x", args.vocab)
+            from_boundless = run("from-counts:boundless", swc, tmp / "x", args.vocab)
+            ray = None if args.skip_ray else run("ray", text, tmp / "ray.swc", args.vocab)
+
+            print(f"\n{mb:.0f} MB of text ({args.corpus.name}), vocab {args.vocab:,}\n")
+            print("| measure | target | measured |")
+            print("|---|---|---|")
+            print(f"| counting to a count file, BPE (no runs) | ≤ train's count stage ({today['bpe_count_stage']:.2f} s) "
+                  f"| {counted_bpe['count']:.2f} s + {counted_bpe['save']:.2f} s write |")
+            print(f"| counting to a count file, with runs | ≤ train's count stage for BoundlessBPE "
+                  f"({today['boundless_count_stage']:.2f} s) | {counted['count']:.2f} s + {counted['save']:.2f} s write |")
+            print(f"| training BPE {args.vocab:,} from the count file (BPE-only file) | ≤ 0.5 s | "
+                  f"{from_bpe['load']:.2f} s load + {from_bpe['train']:.2f} s train (train's phase 1 from text "
+                  f"in the same run: {today['bpe_phase1']:.2f} s) |")
+            print(f"| training BPE {args.vocab:,} from the count file with runs | ≤ 0.5 s | "
+                  f"{from_full_bpe['load']:.2f} s load + {from_full_bpe['train']:.2f} s train |")
+            print(f"| training BoundlessBPE {args.vocab:,}: from text / from counts | - | {today['boundless']:.2f} s / "
+                  f"{from_boundless['load']:.2f} s load + {from_boundless['train']:.2f} s train |")
+            print(f"| count file size, BPE only | ≤ 15 % of the text | {bpe_swc.stat().st_size / 1e6:.1f} MB "
+                  f"({100 * bpe_swc.stat().st_size / size:.1f} %) |")
+            print(f"| count file size, with runs | ≤ 15 % of the text | {swc.stat().st_size / 1e6:.1f} MB "
+                  f"({100 * swc.stat().st_size / size:.1f} %) |")
+            print(f"| peak RSS: BoundlessBPE from text / from counts | - | {today['rss_mb']:.0f} MB (both algorithms) / "
+                  f"{from_boundless['rss_mb']:.0f} MB |")
+            if ray is not None:
+                print(f"| Ray, local 2-CPU cluster: counting (second run) | ≤ 2 × local ({counted['count']:.2f} s) | "
+                      f"{ray['count_1']:.2f} s (first run {ray['count_0']:.2f} s; Ray start-up {ray['startup']:.1f} s, "
+                      f"excluded; identical bytes: {ray['identical']}) |")
+            print(f"\ndistinct pretokens {counted['words']:,}, distinct letter runs {counted['runs']:,}")
 
         if not args.skip_growth:
             print("\n| text | distinct pretokens | distinct letter runs | count file |")
@@ -174,23 +177,26 @@ def main() -> None:
         if not args.skip_prune:
             import superword
             from superword import stats
+            if not swc.exists():
+                superword.count(text).save(swc)
             exact_counts = superword.load_counts(swc)
             sample = text.read_bytes()[-2_000_000:].decode("utf-8", "ignore").split("\n")[1:]
-            exact = superword.train(counts=exact_counts, vocab_size=args.vocab)
-            print("\n| min_count | count file | pretokens | runs | tokens shared with the exact model | "
-                  "bytes/token (last 2 MB) |")
-            print("|---|---|---|---|---|---|")
-            base = stats.evaluate([exact], sample)[0]["bytes_per_token"]
-            print(f"| off | {swc.stat().st_size / 1e6:.1f} MB | {exact_counts.num_words:,} | "
-                  f"{exact_counts.num_runs:,} | 100 % | {base:.4f} |")
-            exact_tokens = {raw for _, raw, _ in exact}
-            for m in (2, 5):
-                pruned = exact_counts.prune(m)
-                tok = superword.train(counts=pruned, vocab_size=args.vocab)
-                shared = len(exact_tokens & {raw for _, raw, _ in tok}) / len(exact_tokens)
-                bpt = stats.evaluate([tok], sample)[0]["bytes_per_token"]
-                print(f"| {m} | {len(pruned.to_bytes()) / 1e6:.1f} MB | {pruned.num_words:,} | {pruned.num_runs:,} | "
-                      f"{100 * shared:.2f} % | {bpt:.4f} |")
+            print("\n| algorithm | min_count | count file | pretokens | runs | tokens shared with the exact model | "
+                  "bytes/token (last 2 MB of the training text) |")
+            print("|---|---|---|---|---|---|---|")
+            for algorithm in ("bpe", "boundless"):
+                exact = superword.train(counts=exact_counts, vocab_size=args.vocab, algorithm=algorithm)
+                base = stats.evaluate([exact], sample)[0]["bytes_per_token"]
+                print(f"| {algorithm} | off | {swc.stat().st_size / 1e6:.1f} MB | {exact_counts.num_words:,} | "
+                      f"{exact_counts.num_runs:,} | 100 % | {base:.4f} |")
+                exact_tokens = {raw for _, raw, _ in exact}
+                for m in (2, 5):
+                    pruned = exact_counts.prune(m)
+                    tok = superword.train(counts=pruned, vocab_size=args.vocab, algorithm=algorithm)
+                    shared = len(exact_tokens & {raw for _, raw, _ in tok}) / len(exact_tokens)
+                    bpt = stats.evaluate([tok], sample)[0]["bytes_per_token"]
+                    print(f"| {algorithm} | {m} | {len(pruned.to_bytes()) / 1e6:.1f} MB | {pruned.num_words:,} | "
+                          f"{pruned.num_runs:,} | {100 * shared:.2f} % | {bpt:.4f} |")
         print(f"\nload average after: {os.getloadavg()[0]:.2f}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
