@@ -46,6 +46,9 @@ elif kind in ("count", "count-noruns"):
     c.save(out)
     result["save"] = time.perf_counter() - t
     result["words"], result["runs"] = c.num_words, c.num_runs
+    if c.with_runs:
+        pruned = c.prune(2)
+        result["words2"], result["runs2"] = pruned.num_words, pruned.num_runs
 elif kind.startswith("from-counts:"):
     algorithm = kind.split(":")[1]
     c = superword.load_counts(path)
@@ -150,8 +153,11 @@ def main() -> None:
                   f"({100 * bpe_swc.stat().st_size / size:.1f} %) |")
             print(f"| count file size, with runs | ≤ 15 % of the text | {swc.stat().st_size / 1e6:.1f} MB "
                   f"({100 * swc.stat().st_size / size:.1f} %) |")
-            print(f"| peak RSS: BoundlessBPE from text / from counts | - | {today['rss_mb']:.0f} MB (both algorithms) / "
-                  f"{from_boundless['rss_mb']:.0f} MB |")
+            print(f"| peak RSS: BPE from counts (BPE-only file) / BoundlessBPE from counts / from text | - | "
+                  f"{from_bpe['rss_mb']:.0f} MB / {from_boundless['rss_mb']:.0f} MB / {today['rss_mb']:.0f} MB "
+                  f"(BPE then BoundlessBPE in one process) |")
+            print(f"| peak RSS: counting with runs / without | - | {counted['rss_mb']:.0f} MB / "
+                  f"{counted_bpe['rss_mb']:.0f} MB |")
             if ray is not None:
                 print(f"| Ray, local 2-CPU cluster: counting (second run) | ≤ 2 × local ({counted['count']:.2f} s) | "
                       f"{ray['count_1']:.2f} s (first run {ray['count_0']:.2f} s; Ray start-up {ray['startup']:.1f} s, "
@@ -159,9 +165,9 @@ def main() -> None:
             print(f"\ndistinct pretokens {counted['words']:,}, distinct letter runs {counted['runs']:,}")
 
         if not args.skip_growth:
-            print("\n| text | distinct pretokens | distinct letter runs | count file |")
-            print("|---|---|---|---|")
-            sizes, words, runs, files = [], [], [], []
+            print("\n| text | distinct pretokens | distinct letter runs | count file | pretokens / runs counted ≥ 2 times |")
+            print("|---|---|---|---|---|")
+            sizes, words, runs, files, runs2 = [], [], [], [], []
             for megabytes in (10, 25, 50, 100):
                 part = text if megabytes >= mb else prefix(text, tmp / f"p{megabytes}.txt", megabytes)
                 out = run("count", part, tmp / f"p{megabytes}.swc", args.vocab)
@@ -169,8 +175,10 @@ def main() -> None:
                 words.append(out["words"])
                 runs.append(out["runs"])
                 files.append((tmp / f"p{megabytes}.swc").stat().st_size / 1e6)
-                print(f"| {sizes[-1]:.0f} MB | {words[-1]:,} | {runs[-1]:,} | {files[-1]:.1f} MB |")
-            for name, ys in (("pretokens", words), ("runs", runs), ("file MB", files)):
+                runs2.append(out["runs2"])
+                print(f"| {sizes[-1]:.0f} MB | {words[-1]:,} | {runs[-1]:,} | {files[-1]:.1f} MB | "
+                      f"{out['words2']:,} / {out['runs2']:,} |")
+            for name, ys in (("pretokens", words), ("runs", runs), ("file MB", files), ("runs counted ≥ 2", runs2)):
                 a, b = fit(sizes, ys)
                 print(f"fit {name}: {a:.4g} × MB^{b:.3f}; at 100 GB: {a * 102_400 ** b:.4g}")
 
