@@ -80,7 +80,7 @@ def test_byte_ranges_cut_at_line_ends_give_the_documents_of_the_whole_file(tmp_p
         lines = ["\ufeffthe first line", "crlf\r", "", "a lone \r inside", "  spaces  ", "última"] * 40
         data = "\n".join(lines) + "\nno newline at the end"
     else:
-        lines = ['{"text": "doc %d \\u00e9"}' % i if i % 7 else "  " for i in range(300)]
+        lines = ['{"text": "doc ' + str(i) + ' \\u00e9"}' if i % 7 else "  " for i in range(300)]
         data = "\r\n".join(lines) + "\r\n"
     path = tmp_path / f"f{suffix}"
     path.write_bytes(data.encode("utf-8"))
