@@ -355,7 +355,7 @@ def train_counts(counts: _counts.Counts, *, vocab_size: int, algorithm: str, sup
     """Stages 2 to 4 on checked arguments (see :func:`train`)."""
     if algorithm != "bpe" and not counts.with_runs:
         raise ValueError(f"{'BoundlessBPE' if algorithm == 'boundless' else 'SuperBPE'} needs the "
-                         f"letter runs, and these counts were made without them (runs=False); "
+                         f"letter runs, and these counts were made without them (runs=False, --no-runs); "
                          f"count again with runs=True, or train algorithm='bpe'")
     if counts._impl.merge_pattern != _pretok.MERGE_PATTERN:
         raise ValueError(f"these counts cut letter runs with the merge pattern {counts._impl.merge_pattern!r}; "
