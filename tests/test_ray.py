@@ -42,6 +42,9 @@ def test_ray_counts_and_trains_byte_identically_to_the_local_run(ray_cluster, co
     from superword.cli import main
     assert main(["count", *map(str, corpus), "--ray", "-o", str(tmp_path / "ray.swc"), "-q"]) == 0
     assert (tmp_path / "ray.swc").read_bytes() == local.to_bytes()
+    assert main(["train", *map(str, corpus), "--ray", "--vocab-size", "700", "-o", str(tmp_path / "ray.model"),
+                 "-q", "--no-compare"]) == 0
+    assert (tmp_path / "ray.model").read_text(encoding="utf-8") == superword.train(corpus, 700).model_text()
 
 
 def test_a_worker_killed_mid_count_is_retried_and_the_counts_stay_exact(ray_cluster, corpus, monkeypatch, tmp_path):

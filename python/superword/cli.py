@@ -289,8 +289,13 @@ def _train(args: argparse.Namespace) -> None:
         inputs, source, tally, sample = None, args.from_counts, None, None
         settings.update(counts=args.from_counts)
     else:
+        if args.ray is not None and (args.max_bytes is not None or args.max_docs is not None):
+            raise ValueError("--max-bytes and --max-docs do not apply with --ray (Ray counts whole files)")
+        if args.ray is not None and not args.inputs:
+            raise ValueError("--ray needs INPUTS (files the Ray workers can read)")
         inputs, source, tally, sample = _training_inputs(args)
-        if args.ray is not None:
+        if args.ray is not None:  # the workers read the files themselves, whatever their kind
+            inputs = args.inputs
             settings.update(executor="ray", ray_address=args.ray or None)
     if args.min_count is not None:
         settings.update(min_count=args.min_count)
