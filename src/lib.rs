@@ -9,6 +9,7 @@
 //! * [`pretokenize`]: the GPT-4o matchers, generic regex patterns, script-aware runs;
 //! * [`key`]: inline hash keys for short byte strings (pretokens, tokens);
 //! * [`count`]: stage 1, pretokens and letter runs counted in parallel;
+//! * [`countfile`]: stage 1's result as a file, merged and pruned (`docs/count-format.md`);
 //! * [`tokens`]: the vocabulary (token ids, pairs, the byte base vocabulary);
 //! * [`train`]: the whole training run and its stages (phase 1, candidates, phase 2);
 //! * [`model`]: the trained model and its "BoundlessBPE v2" file;
@@ -23,6 +24,7 @@
 //! `cargo test` exercises the algorithms without a Python interpreter.
 
 pub mod count;
+pub mod countfile;
 pub mod encode;
 pub mod error;
 pub mod input;

@@ -2,13 +2,15 @@
 
 Superword tokenizers can make tokens that span several words (" of the"), which compress
 text better than plain BPE.  Train one with :func:`train`, load one with
-:meth:`Tokenizer.load`, compare models with :func:`evaluate`.  The pure-Python reference implementation is
+:meth:`Tokenizer.load`, compare models with :func:`evaluate`; count a large corpus once with
+:func:`count` and train from the counts (``train(counts=...)``).  The pure-Python reference implementation is
 :mod:`superword.reference`; the compiled Rust core is ``superword._core``.
 """
 from ._api import CL100K_PATTERN, CL100K_SPECIAL, Tokenizer, TrainingShortfall, train
+from ._counts import Counts, count, load_counts, merge_counts
 from .stats import evaluate
 
 __version__ = "0.1.0"
 
-__all__ = ["CL100K_PATTERN", "CL100K_SPECIAL", "Tokenizer", "TrainingShortfall", "evaluate", "train",
-           "__version__"]
+__all__ = ["CL100K_PATTERN", "CL100K_SPECIAL", "Counts", "Tokenizer", "TrainingShortfall", "count", "evaluate",
+           "load_counts", "merge_counts", "train", "__version__"]

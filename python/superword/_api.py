@@ -17,7 +17,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 from collections.abc import Set as AbstractSet
 from typing import Any, Literal, NamedTuple
 
-from . import _files, _inputs, _provenance
+from . import _counts, _files, _inputs, _provenance
 from ._reference_core import ReferenceCore, ReferenceRankCore
 from .reference import model as _ref_model
 from .reference import pretokenize as _pretok
@@ -136,13 +136,39 @@ class TrainingShortfall(UserWarning):
     out of pairs to merge.  The model is still valid, just smaller."""
 
 
-def train(inputs: Any, vocab_size: int = 32768, algorithm: str = "boundless",
+def pretokenization(script_aware: bool, scripts: Iterable[str] | None, pattern: str | None,
+                    script_pattern: str | None) -> tuple[str, str | None, list[str] | None]:
+    """Checked pre-tokenization arguments of :func:`train` and :func:`superword.count`:
+    (main pattern, script pattern or ``None``, sorted script names or ``None``)."""
+    if not isinstance(script_aware, bool):
+        raise TypeError(f"script_aware must be True or False, got {type(script_aware).__name__}")
+    if scripts is not None:
+        if not script_aware:
+            raise ValueError("scripts only applies with script_aware=True")
+        if isinstance(scripts, str):
+            raise TypeError("scripts must be a list of script names, e.g. ['Han', 'Thai']")
+        scripts = list(scripts)
+    if script_pattern is not None and not script_aware:
+        raise ValueError("script_pattern only applies with script_aware=True")
+    main = _pretok.GPT4O if pattern is None else pattern
+    if script_aware:
+        script = _pretok.SCRIPT_SPECIFIC_GPT4O if script_pattern is None else script_pattern
+        names = sorted(set(scripts if scripts is not None else _pretok.DEFAULT_SCRIPTS))
+    else:
+        script, names = None, None
+    _pretok.Pretokenizer(main, script, names)  # one place for pattern and script checks
+    return main, script, names
+
+
+def train(inputs: Any = None, vocab_size: int = 32768, algorithm: str = "boundless",
           supermerges: int | None = None, script_aware: bool = True,
           scripts: Iterable[str] | None = None, greedy_split: bool = False,
           text_field: str = "text", backend: str | None = None, *,
           threads: int | None = None, pattern: str | None = None,
           script_pattern: str | None = None, progress: Progress | None = None,
-          tau: float = 1.1, blowup: bool = False) -> Tokenizer:
+          tau: float = 1.1, blowup: bool = False, counts: Any = None,
+          min_count: int | None = None, executor: str | None = None,
+          ray_address: str | None = None) -> Tokenizer:
     """Train a tokenizer.
 
     ``inputs``: a path (a file, a folder, a glob, or ``-`` for standard input), a list of
@@ -165,6 +191,15 @@ def train(inputs: Any, vocab_size: int = 32768, algorithm: str = "boundless",
     ``blowup``: a deleted token is replaced by its single bytes instead of the two tokens
     that first made it.  ``greedy_split`` shapes phase 2's training only; the model file and
     the encoding are the paper's (SPEC 3.1).
+
+    ``counts``: train on counts made earlier (:func:`superword.count`, a :class:`Counts` or a
+    count file's path) instead of ``inputs``; the model is byte for byte the one trained on
+    the text that was counted, and the pre-tokenization is the counts' (a ``pattern``,
+    ``script_pattern``, ``scripts`` or ``script_aware=False`` that contradicts it is refused).
+    ``min_count``: drop pretokens and letter runs counted fewer times before training (less
+    memory; the model is then no longer the exact one).  ``executor="ray"``: count on a Ray
+    cluster (``ray_address``, default a local one; needs ``pip install 'superword[ray]'``),
+    then train here.
 
     >>> tok = train(["the cat sat on the mat"] * 5, vocab_size=250, algorithm="bpe")
     >>> tok.decode(tok.encode("the cat"))
@@ -195,15 +230,7 @@ def train(inputs: Any, vocab_size: int = 32768, algorithm: str = "boundless",
                          "'boundless' or 'superbpe'")
     if not isinstance(text_field, str):
         raise TypeError(f"text_field must be a str, got {type(text_field).__name__}")
-    if scripts is not None:
-        if not script_aware:
-            raise ValueError("scripts only applies with script_aware=True")
-        if isinstance(scripts, str):
-            raise TypeError("scripts must be a list of script names, e.g. ['Han', 'Thai']")
-        scripts = list(scripts)
     threads = resolve_threads(threads)
-    if script_pattern is not None and not script_aware:
-        raise ValueError("script_pattern only applies with script_aware=True")
     if isinstance(tau, bool) or not isinstance(tau, (int, float)):
         raise TypeError(f"tau must be a number, got {type(tau).__name__}")
     if not (math.isfinite(tau) and tau > 0):
@@ -212,14 +239,17 @@ def train(inputs: Any, vocab_size: int = 32768, algorithm: str = "boundless",
     if not isinstance(blowup, bool):
         raise TypeError(f"blowup must be True or False, got {type(blowup).__name__}")
     backend = _resolve_backend(backend)
-
-    main = _pretok.GPT4O if pattern is None else pattern
-    if script_aware:
-        script = _pretok.SCRIPT_SPECIFIC_GPT4O if script_pattern is None else script_pattern
-        names = sorted(set(scripts if scripts is not None else _pretok.DEFAULT_SCRIPTS))
-    else:
-        script, names = None, None
-    _pretok.Pretokenizer(main, script, names)  # one place for pattern and script checks
+    if min_count is not None:
+        _counts._check_min_count(min_count)
+    if counts is not None or executor is not None or min_count is not None:
+        return _train_via_counts(inputs, counts, dict(
+            vocab_size=vocab_size, algorithm=algorithm, supermerges=supermerges,
+            greedy_split=greedy_split, tau=float(tau), blowup=blowup, threads=threads,
+            progress=progress), script_aware, scripts, pattern, script_pattern, text_field, backend,
+            min_count, executor, ray_address)
+    if ray_address is not None:
+        raise ValueError("ray_address only applies with executor='ray'")
+    main, script, names = pretokenization(script_aware, scripts, pattern, script_pattern)
 
     tally = _inputs.Tally()
     start = time.perf_counter()
@@ -253,6 +283,98 @@ def train(inputs: Any, vocab_size: int = 32768, algorithm: str = "boundless",
                     script_pattern=None if script_pattern is None else script, backend=backend)
     tok.provenance = _provenance.make(algorithm, settings, inputs_record, tok.training_stats,
                                       time.perf_counter() - start)
+    return tok
+
+
+def _train_via_counts(inputs: Any, counts: Any, options: dict[str, Any], script_aware: bool,
+                      scripts: Iterable[str] | None, pattern: str | None, script_pattern: str | None,
+                      text_field: str, backend: str, min_count: int | None, executor: str | None,
+                      ray_address: str | None) -> Tokenizer:
+    """:func:`train` from counts: given, counted here first (``min_count``), or counted on Ray."""
+    start = time.perf_counter()
+    if counts is not None:
+        if inputs is not None:
+            raise ValueError("give inputs or counts, not both")
+        if executor is not None or ray_address is not None:
+            raise ValueError("executor and ray_address are for counting inputs; counts are already counted")
+        name = "<counts>"
+        if isinstance(counts, (str, os.PathLike)):
+            name = os.fspath(counts)
+            counts = _counts.Counts.load(counts, backend)
+        elif not isinstance(counts, _counts.Counts):
+            raise TypeError(f"counts must be a superword.Counts or a count file's path, not "
+                            f"{type(counts).__name__}")
+        _check_counts_settings(counts, name, script_aware, scripts, pattern, script_pattern)
+        inputs_record = [{"name": name, "documents": counts.documents, "bytes": None}]
+    else:
+        if inputs is None:
+            raise TypeError("train needs inputs (or counts=)")
+        counts = _counts.count(inputs, script_aware=script_aware, scripts=scripts, pattern=pattern,
+                               script_pattern=script_pattern, text_field=text_field,
+                               runs=options["algorithm"] != "bpe", threads=options["threads"],
+                               backend=backend, progress=options["progress"], executor=executor,
+                               ray_address=ray_address)
+        inputs_record = [{"name": "<counted>", "documents": counts.documents, "bytes": None}]
+    if min_count is not None:
+        counts = counts.prune(min_count)
+    tok = train_counts(counts, backend=backend, **options)
+    settings = dict(vocab_size=options["vocab_size"], supermerges=options["supermerges"],
+                    script_aware=counts.script_aware, scripts=counts.scripts,
+                    greedy_split=options["greedy_split"], tau=options["tau"], blowup=options["blowup"],
+                    text_field=text_field, pattern=counts.pattern, script_pattern=counts.script_pattern,
+                    backend=backend, min_count=min_count, executor=executor)
+    tok.provenance = _provenance.make(options["algorithm"], settings, inputs_record, tok.training_stats,
+                                      time.perf_counter() - start)
+    return tok
+
+
+def _check_counts_settings(counts: _counts.Counts, name: str, script_aware: bool,
+                           scripts: Iterable[str] | None, pattern: str | None,
+                           script_pattern: str | None) -> None:
+    """Refuse pre-tokenization arguments that contradict the counts' header, naming the
+    difference (arguments left at their defaults take the counts' settings)."""
+    def refuse(what: str, asked: object, found: object) -> None:
+        raise ValueError(f"{name} was counted with {what} {found!r}, but train was given {asked!r}; "
+                         f"leave the argument out to use the counts' setting, or count again")
+    if pattern is not None and pattern != counts.pattern:
+        refuse("pattern", pattern, counts.pattern)
+    if not script_aware and counts.script_aware:
+        refuse("script_aware", False, True)
+    if script_pattern is not None and script_pattern != counts.script_pattern:
+        refuse("script_pattern", script_pattern, counts.script_pattern)
+    if scripts is not None:
+        if isinstance(scripts, str):
+            raise TypeError("scripts must be a list of script names, e.g. ['Han', 'Thai']")
+        if sorted(set(scripts)) != counts.scripts:
+            refuse("scripts", sorted(set(scripts)), counts.scripts)
+
+
+def train_counts(counts: _counts.Counts, *, vocab_size: int, algorithm: str, supermerges: int | None,
+                 greedy_split: bool, tau: float, blowup: bool, threads: int,
+                 progress: Progress | None, backend: str) -> Tokenizer:
+    """Stages 2 to 4 on checked arguments (see :func:`train`)."""
+    if algorithm != "bpe" and not counts.with_runs:
+        raise ValueError(f"{'BoundlessBPE' if algorithm == 'boundless' else 'SuperBPE'} needs the "
+                         f"letter runs, and these counts were made without them (runs=False, --no-runs); "
+                         f"count again with runs=True, or train algorithm='bpe'")
+    if counts._impl.merge_pattern != _pretok.MERGE_PATTERN:
+        raise ValueError(f"these counts cut letter runs with the merge pattern {counts._impl.merge_pattern!r}; "
+                         f"this superword trains with {_pretok.MERGE_PATTERN!r}")
+    counts = counts.to_backend(backend)
+    if backend == "rust":
+        impl = _core_module().train_counts(
+            counts._impl, vocab_size=vocab_size, algorithm=algorithm, supermerges=supermerges,
+            greedy_split=greedy_split, tau=tau, blowup=blowup, threads=threads, progress=progress)
+        tok = Tokenizer(impl, backend)
+    else:
+        ref = counts._impl
+        settings = _ref_model.Settings(ref.pattern, ref.script_pattern, ref.scripts,
+                                       _pretok.MERGE_PATTERN, float(tau), blowup)
+        stats: dict[str, float] = {}
+        model = _ref_train.train_counted(ref.counts, settings, vocab_size, algorithm, supermerges,
+                                         greedy_split=greedy_split, progress=progress, stats=stats)
+        tok = Tokenizer(ReferenceCore(model, training_stats=stats), backend)
+    _warn_if_short(tok, vocab_size, algorithm, supermerges)
     return tok
 
 

@@ -239,20 +239,47 @@ def _raw_lines(path: str) -> Iterator[bytes]:
         raise
 
 
+def _is_jsonl(path: str) -> bool:
+    base = path.lower()
+    for suffix in COMPRESSION_SUFFIXES:
+        base = base.removesuffix(suffix)
+    return base.endswith(".jsonl")
+
+
 def read_file(path: str, text_field: str = "text") -> Iterator[str]:
     """The documents of one file (see the module docstring); ``-`` is standard input."""
     if path.lower().endswith(".parquet"):
         yield from read_parquet(path, text_field)
         return
     name = "standard input" if path == STDIN else path
-    base = path.lower()
-    for suffix in COMPRESSION_SUFFIXES:
-        base = base.removesuffix(suffix)
-    is_jsonl = base.endswith(".jsonl")
-    for number, raw in enumerate(_raw_lines(path), start=1):
+    yield from _documents_of_lines(_raw_lines(path), name, _is_jsonl(path), text_field)
+
+
+def read_range(path: str, start: int, end: int, text_field: str = "text") -> Iterator[str]:
+    """The documents of the bytes ``start:end`` of an uncompressed ``.txt`` or ``.jsonl`` file,
+    cut at line boundaries (``start`` is 0 or follows a ``\n``): the documents :func:`read_file`
+    gives for those lines.  Errors name the range; line numbers count from its start."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(start)
+            data = f.read(end - start)
+    except OSError as exc:
+        raise OSError(f"{path}: cannot be read ({exc})") from None
+    if len(data) != end - start:
+        raise ValueError(f"{path} changed while being read: bytes {start}-{end} are no longer there")
+    name = f"{path} (bytes {start}-{end})"
+    pieces = data.split(b"\n")  # as reading the file line by line: a last line may lack its \n
+    lines = [line + b"\n" for line in pieces[:-1]] + ([pieces[-1]] if pieces[-1] else [])
+    yield from _documents_of_lines(lines, name, _is_jsonl(path), text_field, bom=start == 0)
+
+
+def _documents_of_lines(lines: Iterable[bytes], name: str, is_jsonl: bool, text_field: str,
+                        bom: bool = True) -> Iterator[str]:
+    """The documents of raw lines (each with its ``\n``, but perhaps the last)."""
+    for number, raw in enumerate(lines, start=1):
         if raw.endswith(b"\n"):
             raw = raw[:-2] if raw.endswith(b"\r\n") else raw[:-1]
-        if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+        if number == 1 and bom and raw.startswith(b"\xef\xbb\xbf"):
             raw = raw[3:]  # a UTF-8 byte order mark is not text
         try:
             line = raw.decode("utf-8")

@@ -1,6 +1,9 @@
 """The superword command line: train, inspect and use BPE, BoundlessBPE and SuperBPE tokenizers.
 
     superword train [INPUTS ...] --vocab-size N [--algorithm boundless] -o OUT.model
+    superword count [INPUTS ...] -o CORPUS.swc [--ray [ADDRESS]]
+    superword merge-counts A.swc B.swc ... -o C.swc
+    superword train --from-counts C.swc --vocab-size N [--algorithm boundless] -o OUT.model
     superword stats MODEL [MODEL ...] [--on FILES] [--json]
     superword plot MODEL [MODEL ...] [--on FILES] -o FILE.png
     superword vocab MODEL [--superwords] [--top N] [--grep PATTERN]
@@ -82,8 +85,41 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--backend", choices=list(_api.BACKENDS), default=None)
     t.add_argument("--no-compare", action="store_true",
                    help="skip the compression summary against the word model")
+    t.add_argument("--from-counts", metavar="COUNTS.swc",
+                   help="train on a count file (superword count) instead of INPUTS: the same model as "
+                        "training on the text that was counted")
+    t.add_argument("--min-count", type=_positive, metavar="N",
+                   help="drop pretokens and letter runs counted fewer than N times before training "
+                        "(less memory; the model is no longer the exact one)")
+    t.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                   help="count on a Ray cluster (ADDRESS; none: a local one), train here")
     t.add_argument("-o", "--output", required=True, metavar="OUT.model")
     t.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+
+    c = sub.add_parser("count", help="count a corpus once into a count file, to train from it many times")
+    c.add_argument("inputs", nargs="*", metavar="INPUT",
+                   help="files, folders or globs as for train (default: the standard library's sources)")
+    c.add_argument("--simple", action="store_true", help="GPT-4o pre-tokenization without script runs")
+    c.add_argument("--scripts", metavar="A,B,...",
+                   help="scripts split into one letter per pretoken (default: Han,Hiragana,Katakana,"
+                        "Khmer,Lao,Myanmar,Thai)")
+    c.add_argument("--no-runs", action="store_true",
+                   help="skip the letter runs: smaller and faster, but only --algorithm bpe can train from it")
+    c.add_argument("--min-count", type=_positive, metavar="N",
+                   help="drop pretokens and letter runs counted fewer than N times")
+    c.add_argument("--threads", type=_positive, metavar="N", help="worker threads (default: all cores)")
+    c.add_argument("--backend", choices=list(_api.BACKENDS), default=None)
+    c.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                   help="count on a Ray cluster: ADDRESS (host:port or ray://host:port), or a local "
+                        "one when none is given (pip install 'superword[ray]')")
+    c.add_argument("-o", "--output", required=True, metavar="CORPUS.swc")
+    c.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    _add_reading(c)
+
+    m = sub.add_parser("merge-counts", help="sum count files into one")
+    m.add_argument("counts", nargs="+", metavar="COUNTS.swc")
+    m.add_argument("--backend", choices=list(_api.BACKENDS), default=None)
+    m.add_argument("-o", "--output", required=True, metavar="OUT.swc")
 
     s = sub.add_parser("stats", help="measure models side by side on the same text")
     s.add_argument("models", nargs="+", metavar="MODEL")
@@ -239,11 +275,30 @@ def _train(args: argparse.Namespace) -> None:
             raise ValueError("--scripts only applies without --simple")
     else:
         scripts = None
-    inputs, source, tally, sample = _training_inputs(args)
     settings = dict(vocab_size=args.vocab_size, algorithm=args.algorithm,
                     supermerges=args.supermerges, script_aware=not args.simple, scripts=scripts,
                     greedy_split=args.greedy_split, text_field=args.text_field,
                     backend=args.backend, threads=args.threads, tau=args.tau, blowup=args.blowup)
+    if args.from_counts is not None:
+        if args.inputs:
+            raise ValueError("give INPUTS or --from-counts, not both")
+        if args.ray is not None:
+            raise ValueError("--ray counts INPUTS; a count file is already counted")
+        if args.max_bytes is not None or args.max_docs is not None:
+            raise ValueError("--max-bytes and --max-docs limit reading text; a count file holds no text")
+        inputs, source, tally, sample = None, args.from_counts, None, None
+        settings.update(counts=args.from_counts)
+    else:
+        if args.ray is not None and (args.max_bytes is not None or args.max_docs is not None):
+            raise ValueError("--max-bytes and --max-docs do not apply with --ray (Ray counts whole files)")
+        if args.ray is not None and not args.inputs:
+            raise ValueError("--ray needs INPUTS (files the Ray workers can read)")
+        inputs, source, tally, sample = _training_inputs(args)
+        if args.ray is not None:  # the workers read the files themselves, whatever their kind
+            inputs = args.inputs
+            settings.update(executor="ray", ray_address=args.ray or None)
+    if args.min_count is not None:
+        settings.update(min_count=args.min_count)
     if not args.quiet:
         print(f"training {NAMES.get(args.algorithm, args.algorithm)} (vocab_size={args.vocab_size}) "
               f"on {source}", file=sys.stderr)
@@ -270,6 +325,49 @@ def _train(args: argparse.Namespace) -> None:
         print("first superwords: " + "  ".join(_display.readable(s) for s in supers))
     if not args.no_compare and sample is not None:
         print(_compression_summary(tok, args, settings, sample))
+
+
+def _count(args: argparse.Namespace) -> None:
+    from . import _counts
+    if args.scripts is not None:
+        if args.simple:
+            raise ValueError("--scripts only applies without --simple")
+        scripts: list[str] | None = [s.strip() for s in args.scripts.split(",") if s.strip()]
+    else:
+        scripts = None
+    options: dict[str, Any] = dict(script_aware=not args.simple, scripts=scripts, text_field=args.text_field,
+                                   runs=not args.no_runs, min_count=args.min_count, threads=args.threads,
+                                   backend=args.backend)
+    if args.ray is not None:
+        if args.max_bytes is not None or args.max_docs is not None:
+            raise ValueError("--max-bytes and --max-docs do not apply with --ray (Ray counts whole files)")
+        if not args.inputs:
+            raise ValueError("--ray needs INPUTS (files the Ray workers can read)")
+        inputs, source = args.inputs, ", ".join(args.inputs)
+        options.update(executor="ray", ray_address=args.ray or None)
+    else:
+        inputs, source, _, _ = _training_inputs(args)
+    if not args.quiet:
+        where = " on Ray" if args.ray is not None else ""
+        print(f"counting {source}{where}", file=sys.stderr)
+    progress = _progress.Progress(quiet=args.quiet)
+    start = time.perf_counter()
+    try:
+        counts = _counts.count(inputs, progress=None if args.ray is not None else progress, **options)
+    finally:
+        progress.close()
+    counts.save(args.output)
+    print(f"wrote {args.output}: {counts.documents:,} documents, {counts.pretokens:,} pretokens, "
+          f"{counts.num_words:,} distinct pretokens, {counts.num_runs:,} letter runs, "
+          f"{os.path.getsize(args.output):,} bytes, {time.perf_counter() - start:.1f} s")
+
+
+def _merge_counts(args: argparse.Namespace) -> None:
+    from . import _counts
+    merged = _counts.merge_counts(args.counts, backend=args.backend)
+    merged.save(args.output)
+    print(f"wrote {args.output}: {len(args.counts)} count files merged, {merged.documents:,} documents, "
+          f"{merged.num_words:,} distinct pretokens, {merged.num_runs:,} letter runs")
 
 
 def _compression_summary(tok: _api.Tokenizer, args: argparse.Namespace, settings: dict[str, Any],
@@ -428,8 +526,8 @@ def _show_warning(message: Warning | str, category: type[Warning], *_: Any, **__
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    commands = {"train": _train, "encode": _encode, "stats": _stats, "plot": _plot, "vocab": _vocab,
-                "export": _export}
+    commands = {"train": _train, "count": _count, "merge-counts": _merge_counts, "encode": _encode,
+                "stats": _stats, "plot": _plot, "vocab": _vocab, "export": _export}
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning

@@ -2,6 +2,7 @@
 //! the core with the GIL released, and converts the result back; the core's errors (and
 //! panics) become Python exceptions here, once.
 
+mod counts;
 mod tokenizer;
 
 use std::sync::Arc;
@@ -131,6 +132,26 @@ fn train(
     Ok(PyTokenizer::new(tokenizer, stats))
 }
 
+/// Files read by the core (stopped by Ctrl-C between blocks).
+fn files(paths: Vec<String>, text_field: String, control: &Arc<PyControl>) -> Box<dyn Documents> {
+    let stop = Some(control.watch.stop.clone());
+    Box::new(Files {
+        paths,
+        text_field,
+        stop,
+    })
+}
+
+/// A Python iterator of `str`, read in batches on Python's thread.
+fn iterated(iter: Py<PyIterator>, control: &Arc<PyControl>) -> Box<dyn Documents> {
+    let control = control.clone();
+    Box::new(Batches(move || {
+        control.watch.check()?;
+        let batch = Python::attach(|py| take_batch(iter.bind(py).clone().map(|d| d?.extract())));
+        batch.map_err(|e| control.watch.fail(e))
+    }))
+}
+
 /// Train on files (`.txt`, `.jsonl`, optionally `.gz`) read by the Rust core.
 #[pyfunction]
 fn train_files(
@@ -139,14 +160,7 @@ fn train_files(
     text_field: String,
     options: TrainOptions,
 ) -> PyResult<PyTokenizer> {
-    train(py, options, move |control| {
-        let stop = Some(control.watch.stop.clone());
-        Box::new(Files {
-            paths,
-            text_field,
-            stop,
-        })
-    })
+    train(py, options, move |control| files(paths, text_field, control))
 }
 
 /// Train on a Python iterator of `str` documents, read in batches of about 8 MB (the GIL is
@@ -154,14 +168,7 @@ fn train_files(
 #[pyfunction]
 fn train_iter(py: Python<'_>, documents: Bound<'_, PyAny>, options: TrainOptions) -> PyResult<PyTokenizer> {
     let iter = PyIterator::from_object(&documents)?.unbind();
-    train(py, options, move |control| {
-        let control = control.clone();
-        Box::new(Batches(move || {
-            control.watch.check()?;
-            let batch = Python::attach(|py| take_batch(iter.bind(py).clone().map(|d| d?.extract())));
-            batch.map_err(|e| control.watch.fail(e))
-        }))
-    })
+    train(py, options, move |control| iterated(iter, control))
 }
 
 // minbpe
@@ -263,6 +270,8 @@ fn version() -> &'static str {
 
 #[pymodule]
 mod _core {
+    #[pymodule_export]
+    use super::counts::{count_files, count_iter, merge_counts, train_counts, PyCounts};
     #[pymodule_export]
     use super::{
         _panic_for_test, char_class_table, minbpe_train, pretokenize, script_names, script_table,

@@ -197,6 +197,18 @@ pub fn train(
     pool.install(|| train_counted(counts, config, control, stats))
 }
 
+/// Stages 2 to 4 on counts made earlier (a count file), on `pool`: the same model as
+/// [`train`] on the text that was counted.
+pub fn train_counts(
+    counts: Counts,
+    config: &Config,
+    pool: &rayon::ThreadPool,
+    control: &dyn Control,
+    stats: &mut Stats,
+) -> Result<Model> {
+    pool.install(|| train_counted(counts, config, control, stats))
+}
+
 /// Stages 2 to 4, on the current rayon pool.
 fn train_counted(counts: Counts, config: &Config, control: &dyn Control, stats: &mut Stats) -> Result<Model> {
     let (words, runs) = (counts.words, counts.runs);

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from .boundless import train_boundless
 from .bpe import NO_DELETIONS_TAU, train_words
 from .candidates import supermerge_candidates
-from .count import count_documents
+from .count import Counts, count_documents
 from .encode import Encoder, eligible_tokens
 from .model import Model, Settings
 from .ngram import MIN_COUNT_FLOOR, frequent_ngrams
@@ -53,10 +53,25 @@ def train(documents: Iterable[str], vocab_size: int, algorithm: str = "boundless
     clock = time.perf_counter()
     counts = count_documents(documents, pretokenizer, with_runs=kind != "word",
                              progress=lambda n: report("count", n, 0))
-    if not counts.words:
-        raise ValueError("the corpus is empty: no document contains any text")
     stats["pretokenize_count"] = time.perf_counter() - clock
     report("count", counts.documents, counts.documents)
+    return train_counted(counts, settings, vocab_size, algorithm, supermerges,
+                         greedy_split=greedy_split, progress=progress, stats=stats)
+
+
+def train_counted(counts: Counts, settings: Settings, vocab_size: int, algorithm: str = "boundless",
+                  supermerges: int | None = None, *, greedy_split: bool = False,
+                  progress: Progress | None = None, stats: dict[str, float] | None = None) -> Model:
+    """Stages 2 to 4 on counts made earlier (a count file): the same model as :func:`train`
+    on the text that was counted.  ``settings`` are the model's (its patterns must be the
+    ones the counts were made with)."""
+    stats = {} if stats is None else stats
+    report = progress or (lambda stage, done, total: None)
+    kind = ALGORITHMS[algorithm]
+    supermerges = supermerges or 0
+    tau, blowup = settings.tau, settings.blowup
+    if not any(w and c for w, c in counts.words.items()):
+        raise ValueError("the corpus is empty: no document contains any text")
 
     # 2. phase 1: BPE on the aggregated pretokens
     clock = time.perf_counter()

@@ -1,0 +1,214 @@
+#!/usr/bin/env python3
+"""Count files: counting, training from counts, file sizes, Ray, growth with corpus size.
+
+    python benchmarks/count_bench.py                     # everything, 100 MB Gutenberg
+    python benchmarks/count_bench.py --skip-ray --skip-growth --skip-prune
+
+The .gz corpus is decompressed once to a temporary folder.  Every timed configuration runs in
+a fresh subprocess (its peak RSS is its own), with all cores.  Prints the issue's target
+table, the growth of distinct pretokens and letter runs with corpus size (10, 25, 50, 100 MB)
+and its power-law fit, and what ``min_count`` pruning changes.
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data"
+
+# Each runner prints one JSON line.
+RUNNER = r'''
+import json, resource, sys, time
+import superword
+kind, path, out, vocab = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+result = {}
+start = time.perf_counter()
+if kind == "train-text":
+    for algorithm in ("bpe", "boundless"):
+        t = time.perf_counter()
+        tok = superword.train(path, vocab, algorithm)
+        result[algorithm] = time.perf_counter() - t
+        result[algorithm + "_count_stage"] = tok.training_stats["pretokenize_count"]
+        result[algorithm + "_phase1"] = tok.training_stats["phase1"]
+elif kind in ("count", "count-noruns"):
+    c = superword.count(path, runs=kind == "count")
+    result["count"] = time.perf_counter() - start
+    t = time.perf_counter()
+    c.save(out)
+    result["save"] = time.perf_counter() - t
+    result["words"], result["runs"] = c.num_words, c.num_runs
+    if c.with_runs:
+        pruned = c.prune(2)
+        result["words2"], result["runs2"] = pruned.num_words, pruned.num_runs
+elif kind.startswith("from-counts:"):
+    algorithm = kind.split(":")[1]
+    c = superword.load_counts(path)
+    result["load"] = time.perf_counter() - start
+    t = time.perf_counter()
+    tok = superword.train(counts=c, vocab_size=vocab, algorithm=algorithm)
+    result["train"] = time.perf_counter() - t
+    result["stats"] = tok.training_stats
+elif kind == "ray":
+    import ray
+    t = time.perf_counter()
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    result["startup"] = time.perf_counter() - t
+    for repeat in range(2):  # the first run also starts the workers and imports superword in them
+        t = time.perf_counter()
+        c = superword.count(path, executor="ray")
+        result[f"count_{repeat}"] = time.perf_counter() - t
+    c.save(out)
+    local = superword.count(path)
+    result["identical"] = local.to_bytes() == c.to_bytes()
+result["seconds"] = time.perf_counter() - start
+result["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps(result))
+'''
+
+
+def run(kind: str, path: Path, out: Path, vocab: int) -> dict:
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "python") + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    done = subprocess.run([sys.executable, "-c", RUNNER, kind, str(path), str(out), str(vocab)],
+                          capture_output=True, text=True, env=env)
+    if done.returncode != 0:
+        raise SystemExit(f"{kind} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def prefix(src: Path, dst: Path, megabytes: int) -> Path:
+    """The first lines of ``src`` up to about ``megabytes`` MB."""
+    limit = megabytes * 1_000_000
+    with open(src, "rb") as f, open(dst, "wb") as g:
+        size = 0
+        for line in f:
+            if size >= limit:
+                break
+            g.write(line)
+            size += len(line)
+    return dst
+
+
+def fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
+    """(a, b) of y = a * x**b by least squares on logarithms."""
+    lx, ly = [math.log(x) for x in xs], [math.log(y) for y in ys]
+    mx, my = sum(lx) / len(lx), sum(ly) / len(ly)
+    b = sum((x - mx) * (y - my) for x, y in zip(lx, ly)) / sum((x - mx) ** 2 for x in lx)
+    return math.exp(my - b * mx), b
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--corpus", type=Path, default=DATA / "gutenberg_en_100M.txt.gz")
+    ap.add_argument("--vocab", type=int, default=32768)
+    ap.add_argument("--skip-ray", action="store_true")
+    ap.add_argument("--skip-growth", action="store_true")
+    ap.add_argument("--skip-prune", action="store_true")
+    ap.add_argument("--skip-table", action="store_true", help="only the growth and pruning measurements")
+    args = ap.parse_args()
+    if not args.corpus.exists():
+        raise SystemExit(f"{args.corpus} is not present")
+    print(f"load average before: {os.getloadavg()[0]:.2f} ({os.cpu_count()} cores)")
+    tmp = Path(tempfile.mkdtemp(prefix="count_bench-"))
+    try:
+        text = tmp / "corpus.txt"
+        with gzip.open(args.corpus, "rb") as f, open(text, "wb") as g:
+            shutil.copyfileobj(f, g, 1 << 24)
+        size = text.stat().st_size
+        swc, bpe_swc = tmp / "corpus.swc", tmp / "bpe.swc"
+
+        mb = size / 1e6
+        if not args.skip_table:
+            today = run("train-text", text, tmp / "x", args.vocab)
+            counted = run("count", text, swc, args.vocab)
+            counted_bpe = run("count-noruns", text, bpe_swc, args.vocab)
+            from_bpe = run("from-counts:bpe", bpe_swc, tmp / "x", args.vocab)
+            from_full_bpe = run("from-counts:bpe", swc, tmp / "x", args.vocab)
+            from_boundless = run("from-counts:boundless", swc, tmp / "x", args.vocab)
+            ray = None if args.skip_ray else run("ray", text, tmp / "ray.swc", args.vocab)
+
+            print(f"\n{mb:.0f} MB of text ({args.corpus.name}), vocab {args.vocab:,}\n")
+            print("| measure | target | measured |")
+            print("|---|---|---|")
+            print(f"| counting to a count file, BPE (no runs) | ≤ train's count stage ({today['bpe_count_stage']:.2f} s) "
+                  f"| {counted_bpe['count']:.2f} s + {counted_bpe['save']:.2f} s write |")
+            print(f"| counting to a count file, with runs | ≤ train's count stage for BoundlessBPE "
+                  f"({today['boundless_count_stage']:.2f} s) | {counted['count']:.2f} s + {counted['save']:.2f} s write |")
+            print(f"| training BPE {args.vocab:,} from the count file (BPE-only file) | ≤ 0.5 s | "
+                  f"{from_bpe['load']:.2f} s load + {from_bpe['train']:.2f} s train (train's phase 1 from text "
+                  f"in the same run: {today['bpe_phase1']:.2f} s) |")
+            print(f"| training BPE {args.vocab:,} from the count file with runs | ≤ 0.5 s | "
+                  f"{from_full_bpe['load']:.2f} s load + {from_full_bpe['train']:.2f} s train |")
+            print(f"| training BoundlessBPE {args.vocab:,}: from text / from counts | - | {today['boundless']:.2f} s / "
+                  f"{from_boundless['load']:.2f} s load + {from_boundless['train']:.2f} s train |")
+            print(f"| count file size, BPE only | ≤ 15 % of the text | {bpe_swc.stat().st_size / 1e6:.1f} MB "
+                  f"({100 * bpe_swc.stat().st_size / size:.1f} %) |")
+            print(f"| count file size, with runs | ≤ 15 % of the text | {swc.stat().st_size / 1e6:.1f} MB "
+                  f"({100 * swc.stat().st_size / size:.1f} %) |")
+            print(f"| peak RSS: BPE from counts (BPE-only file) / BoundlessBPE from counts / from text | - | "
+                  f"{from_bpe['rss_mb']:.0f} MB / {from_boundless['rss_mb']:.0f} MB / {today['rss_mb']:.0f} MB "
+                  f"(BPE then BoundlessBPE in one process) |")
+            print(f"| peak RSS: counting with runs / without | - | {counted['rss_mb']:.0f} MB / "
+                  f"{counted_bpe['rss_mb']:.0f} MB |")
+            if ray is not None:
+                print(f"| Ray, local 2-CPU cluster: counting (second run) | ≤ 2 × local ({counted['count']:.2f} s) | "
+                      f"{ray['count_1']:.2f} s (first run {ray['count_0']:.2f} s; Ray start-up {ray['startup']:.1f} s, "
+                      f"excluded; identical bytes: {ray['identical']}) |")
+            print(f"\ndistinct pretokens {counted['words']:,}, distinct letter runs {counted['runs']:,}")
+
+        if not args.skip_growth:
+            print("\n| text | distinct pretokens | distinct letter runs | count file | pretokens / runs counted ≥ 2 times |")
+            print("|---|---|---|---|---|")
+            sizes, words, runs, files, runs2 = [], [], [], [], []
+            for megabytes in (10, 25, 50, 100):
+                part = text if megabytes >= mb else prefix(text, tmp / f"p{megabytes}.txt", megabytes)
+                out = run("count", part, tmp / f"p{megabytes}.swc", args.vocab)
+                sizes.append(part.stat().st_size / 1e6)
+                words.append(out["words"])
+                runs.append(out["runs"])
+                files.append((tmp / f"p{megabytes}.swc").stat().st_size / 1e6)
+                runs2.append(out["runs2"])
+                print(f"| {sizes[-1]:.0f} MB | {words[-1]:,} | {runs[-1]:,} | {files[-1]:.1f} MB | "
+                      f"{out['words2']:,} / {out['runs2']:,} |")
+            for name, ys in (("pretokens", words), ("runs", runs), ("file MB", files), ("runs counted ≥ 2", runs2)):
+                a, b = fit(sizes, ys)
+                print(f"fit {name}: {a:.4g} × MB^{b:.3f}; at 100 GB: {a * 102_400 ** b:.4g}")
+
+        if not args.skip_prune:
+            import superword
+            from superword import stats
+            if not swc.exists():
+                superword.count(text).save(swc)
+            exact_counts = superword.load_counts(swc)
+            sample = text.read_bytes()[-2_000_000:].decode("utf-8", "ignore").split("\n")[1:]
+            print("\n| algorithm | min_count | count file | pretokens | runs | tokens shared with the exact model | "
+                  "bytes/token (last 2 MB of the training text) |")
+            print("|---|---|---|---|---|---|---|")
+            for algorithm in ("bpe", "boundless"):
+                exact = superword.train(counts=exact_counts, vocab_size=args.vocab, algorithm=algorithm)
+                base = stats.evaluate([exact], sample)[0]["bytes_per_token"]
+                print(f"| {algorithm} | off | {swc.stat().st_size / 1e6:.1f} MB | {exact_counts.num_words:,} | "
+                      f"{exact_counts.num_runs:,} | 100 % | {base:.4f} |")
+                exact_tokens = {raw for _, raw, _ in exact}
+                for m in (2, 5):
+                    pruned = exact_counts.prune(m)
+                    tok = superword.train(counts=pruned, vocab_size=args.vocab, algorithm=algorithm)
+                    shared = len(exact_tokens & {raw for _, raw, _ in tok}) / len(exact_tokens)
+                    bpt = stats.evaluate([tok], sample)[0]["bytes_per_token"]
+                    print(f"| {algorithm} | {m} | {len(pruned.to_bytes()) / 1e6:.1f} MB | {pruned.num_words:,} | "
+                          f"{pruned.num_runs:,} | {100 * shared:.2f} % | {bpt:.4f} |")
+        print(f"\nload average after: {os.getloadavg()[0]:.2f}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,95 @@
+"""Counting on Ray (a local 2-CPU cluster, started once for the module): the same counts and
+the same model as counting here, even when a worker dies mid-count."""
+from __future__ import annotations
+
+import gzip
+import sys
+import time
+
+import pytest
+import superword
+from helpers import GOLDEN, need
+from superword import _ray
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    """A text file big enough to be cut into byte ranges, and a compressed one (one task)."""
+    lines = need(GOLDEN / "multi_1230.jsonl").read_bytes().splitlines(keepends=True)
+    big = tmp_path / "big.jsonl"
+    big.write_bytes(b"".join(lines[:1000]))
+    small = tmp_path / "small.jsonl.gz"
+    small.write_bytes(gzip.compress(b"".join(lines[1000:])))
+    return [big, small]
+
+
+def test_ray_counts_and_trains_byte_identically_to_the_local_run(ray_cluster, corpus, monkeypatch, tmp_path):
+    monkeypatch.setattr(_ray, "MIN_RANGE_BYTES", 50_000)
+    tasks = _ray.plan([str(p) for p in corpus], 4)
+    assert len([t for t in tasks if t[0] == str(corpus[0])]) >= 4  # the big file is spread
+    local = superword.count(corpus)
+    assert superword.count(corpus, executor="ray").to_bytes() == local.to_bytes()
+    assert (superword.train(corpus, 900, "superbpe", 100, executor="ray").model_text()
+            == superword.train(corpus, 900, "superbpe", 100).model_text())
+    from superword.cli import main
+    assert main(["count", *map(str, corpus), "--ray", "-o", str(tmp_path / "ray.swc"), "-q"]) == 0
+    assert (tmp_path / "ray.swc").read_bytes() == local.to_bytes()
+    assert main(["train", *map(str, corpus), "--ray", "--vocab-size", "700", "-o", str(tmp_path / "ray.model"),
+                 "-q", "--no-compare"]) == 0
+    assert (tmp_path / "ray.model").read_text(encoding="utf-8") == superword.train(corpus, 700).model_text()
+
+
+def test_a_worker_killed_mid_count_is_retried_and_the_counts_stay_exact(ray_cluster, corpus, monkeypatch, tmp_path):
+    monkeypatch.setattr(_ray, "MIN_RANGE_BYTES", 50_000)
+    marker = tmp_path / "killed"
+    local = superword.count(corpus)
+    counts = _ray.count(corpus, pattern=local.pattern, script_pattern=local.script_pattern, scripts=local.scripts,
+                        text_field="text", runs=True, address=None, backend="rust", kill_marker=str(marker))
+    assert marker.exists()  # the first task's worker did die
+    assert counts.to_bytes() == local.to_bytes()
+
+
+def test_an_unreachable_cluster_is_a_clear_error_not_a_hang(corpus):
+    pytest.importorskip("ray")
+    start = time.perf_counter()
+    with pytest.raises(ConnectionError, match=r"cannot reach the Ray cluster at 127\.0\.0\.1:1 "):
+        superword.count(corpus, executor="ray", ray_address="127.0.0.1:1")
+    assert time.perf_counter() - start < 30
+
+
+def test_missing_ray_names_the_extra_to_install(corpus, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)
+    with pytest.raises(ImportError, match=r"pip install 'superword\[ray\]'"):
+        superword.train(corpus, 500, executor="ray")
+
+
+def test_ray_needs_files_not_documents_in_memory():
+    with pytest.raises(TypeError, match="file paths"):
+        superword.count(["some text", "more text"], executor="ray")
+
+
+@pytest.mark.parametrize("suffix", [".txt", ".jsonl"])
+def test_byte_ranges_cut_at_line_ends_give_the_documents_of_the_whole_file(tmp_path, monkeypatch, suffix):
+    from superword import _inputs
+    if suffix == ".txt":
+        lines = ["\ufeffthe first line", "crlf\r", "", "a lone \r inside", "  spaces  ", "última"] * 40
+        data = "\n".join(lines) + "\nno newline at the end"
+    else:
+        lines = ['{"text": "doc ' + str(i) + ' \\u00e9"}' if i % 7 else "  " for i in range(300)]
+        data = "\r\n".join(lines) + "\r\n"
+    path = tmp_path / f"f{suffix}"
+    path.write_bytes(data.encode("utf-8"))
+    monkeypatch.setattr(_ray, "MIN_RANGE_BYTES", 100)
+    ranges = _ray.plan([str(path)], 9)
+    assert len(ranges) >= 9 and ranges[0][1] == 0 and ranges[-1][2] == path.stat().st_size
+    assert all(a[2] == b[1] for a, b in zip(ranges, ranges[1:]))
+    pieces = [doc for p, start, end in ranges for doc in _inputs.read_range(p, start, end)]
+    assert pieces == list(_inputs.read_file(str(path)))
