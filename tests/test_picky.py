@@ -190,7 +190,7 @@ def test_rust_trains_and_encodes_deletions_like_the_reference(algorithm, blowup,
         assert rust.encode_ordinary(doc) == ref.encode_ordinary(doc) == loaded.encode_ordinary(doc)
 
 
-@pytest.mark.parametrize("tau", [0.3, 0.5, 0.75, 0.95, 1.0])
+@pytest.mark.parametrize("tau", [1e-05, 0.3, 0.5, 0.75, 0.95, 1.0])  # 1e-05: written as Python writes it
 @pytest.mark.parametrize("algorithm", ["bpe", "boundless", "superbpe"])
 def test_rust_equals_reference_over_taus(tau, algorithm):
     # many deletions (small tau) make recorded merge counts rise and fall: the Rust core's

@@ -35,10 +35,24 @@ pub fn json_string(s: &str, out: &mut String) {
 
 /// A float as Python's `repr` writes the common cases ("1.1", "1.0").
 fn py_float(x: f64) -> String {
-    if x.is_finite() && x.fract() == 0.0 && x.abs() < 1e16 {
-        format!("{x:.1}")
+    // Python's repr: the shortest digits that read back to `x` (what `{:e}` gives too), in
+    // positional notation for decimal exponents -4 to 15 (with ".0" when whole), otherwise
+    // as d.ddde±XX (at least two exponent digits): 1e-05, 1.5e+16.
+    let scientific = format!("{x:e}");
+    let Some((digits, exponent)) = scientific.split_once('e') else {
+        return scientific; // inf and NaN (tau is checked to be finite before it gets here)
+    };
+    let exponent: i32 = exponent.parse().unwrap_or(0);
+    if (-4..16).contains(&exponent) {
+        let positional = format!("{x}");
+        if positional.contains('.') {
+            positional
+        } else {
+            positional + ".0"
+        }
     } else {
-        format!("{x}")
+        let sign = if exponent < 0 { '-' } else { '+' };
+        format!("{digits}e{sign}{:02}", exponent.abs())
     }
 }
 
@@ -604,7 +618,22 @@ mod tests {
 
     #[test]
     fn floats_like_python() {
-        assert_eq!(py_float(1.1), "1.1");
-        assert_eq!(py_float(1.0), "1.0");
+        // expected strings are Python's repr() of the same floats
+        let cases = [
+            (1.1, "1.1"),
+            (1.0, "1.0"),
+            (0.8, "0.8"),
+            (1e-05, "1e-05"),
+            (0.0001, "0.0001"),
+            (2.5e-07, "2.5e-07"),
+            (1e15, "1000000000000000.0"),
+            (1e16, "1e+16"),
+            (1.2345678901234567e17, "1.2345678901234566e+17"),
+            (0.1 + 0.2, "0.30000000000000004"),
+            (1e-100, "1e-100"),
+        ];
+        for (x, python) in cases {
+            assert_eq!(py_float(x), python, "{x}");
+        }
     }
 }
