@@ -21,6 +21,11 @@ use crate::tokens::TokenId;
 use crate::train::merging::apply_merge;
 use crate::train::ngram::{prefix_set, split_one};
 
+pub mod batch;
+pub mod cache;
+
+use cache::{PieceCache, Table};
+
 /// Pieces longer than this (in bytes) are merged with a heap instead of a scan.
 const LONG_PIECE: usize = 48;
 
@@ -46,6 +51,8 @@ pub struct Encoder {
     picky: Option<Picky>,
     /// special tokens by text
     pub special: Vec<(String, TokenId)>,
+    /// what pretokens that missed the shortcut became, per thread
+    cache: PieceCache,
 }
 
 /// Step 3 for a model with PickyBPE deletions (SPEC 9 "Inference"), as `reference/encode.py`.
@@ -320,13 +327,22 @@ impl Encoder {
             ngrams,
             picky,
             special: model.special_tokens.clone(),
+            cache: PieceCache::new(0), // off while `find_reachable` encodes the vocabulary
         };
         enc.reachable = enc.find_reachable(&model.is_super)?;
         enc.shortcut = (0..enc.vocab.len())
             .filter(|&i| enc.reachable[i])
             .map(|i| (Key::from_bytes(&enc.vocab[i]), i as TokenId))
             .collect();
+        enc.cache = PieceCache::new(cache::DEFAULT_CAPACITY);
         Ok(enc)
+    }
+
+    /// The same encoder with `capacity` cache entries per thread (0: no cache); for tests
+    /// that force tiny tables.
+    pub fn with_cache_capacity(mut self, capacity: usize) -> Encoder {
+        self.cache = PieceCache::new(capacity);
+        self
     }
 
     /// Word tokens whose text, encoded alone without the shortcut, is that one token.
@@ -430,6 +446,22 @@ impl Encoder {
     }
 
     fn encode_into(&self, text: &str, shortcut: bool, out: &mut Vec<TokenId>) -> Result<()> {
+        if shortcut {
+            self.cache
+                .with(|table| self.encode_pieces(text, true, table, out))
+        } else {
+            self.encode_pieces(text, false, None, out)
+        }
+    }
+
+    /// Steps 2-4 on `text` (no special tokens in it), with this thread's cache `table` if any.
+    fn encode_pieces(
+        &self,
+        text: &str,
+        shortcut: bool,
+        mut table: Option<&mut Table>,
+        out: &mut Vec<TokenId>,
+    ) -> Result<()> {
         let mut run: Vec<TokenId> = Vec::new();
         let mut piece_tokens: Vec<TokenId> = Vec::new();
         let mut failed: Option<Error> = None;
@@ -439,13 +471,17 @@ impl Encoder {
             }
             piece_tokens.clear();
             let raw = piece.as_bytes();
-            match self.shortcut.get(&Lookup(raw)) {
-                Some(&id) if shortcut => piece_tokens.push(id),
-                _ => {
-                    if let Err(e) = self.merge_pretoken(raw, &mut piece_tokens) {
-                        failed = Some(e);
-                        return;
-                    }
+            if let Some(&id) = self.shortcut.get(&Lookup(raw)).filter(|_| shortcut) {
+                piece_tokens.push(id);
+            } else if let Some(ids) = table.as_deref().and_then(|t| t.get(raw)) {
+                piece_tokens.extend_from_slice(ids);
+            } else {
+                if let Err(e) = self.merge_pretoken(raw, &mut piece_tokens) {
+                    failed = Some(e);
+                    return;
+                }
+                if let Some(t) = table.as_deref_mut() {
+                    t.insert(raw, &piece_tokens);
                 }
             }
             if piece_tokens.len() == 1 && self.super_part[piece_tokens[0] as usize] != 0 {
@@ -631,43 +667,23 @@ pub trait Encode: Sync {
     /// Append the ids of `text` to `out`, with the special tokens in `allowed` recognised.
     fn encode_append(&self, text: &str, allowed: &[String], out: &mut Vec<TokenId>) -> Result<()>;
 
+    /// Many texts in parallel on the current rayon pool, kept by group (see [`batch`]).
+    fn encode_batch_groups(&self, texts: &[&str], allowed: &[String]) -> Result<batch::Batch> {
+        batch::encode(self, texts, allowed)
+    }
+
     /// Many texts in parallel on the current rayon pool; results keep their order.
     fn encode_batch(&self, texts: &[&str], allowed: &[String]) -> Result<Vec<Vec<TokenId>>> {
-        texts
-            .par_iter()
-            .map(|t| {
-                let mut out = Vec::with_capacity(t.len() / 3);
-                self.encode_append(t, allowed, &mut out).map(|_| out)
-            })
-            .collect()
+        Ok(self
+            .encode_batch_groups(texts, allowed)?
+            .texts()
+            .map(<[TokenId]>::to_vec)
+            .collect())
     }
 
     /// [`Encode::encode_batch`] into one buffer: all ids, and `texts.len() + 1` offsets.
-    /// Groups of texts fill their own buffers, so there is no allocation per text.
     fn encode_batch_flat(&self, texts: &[&str], allowed: &[String]) -> Result<(Vec<TokenId>, Vec<u64>)> {
-        let group = (texts.len() / (rayon::current_num_threads() * 8)).max(64);
-        let parts: Vec<(Vec<TokenId>, Vec<u64>)> = texts
-            .par_chunks(group)
-            .map(|chunk| {
-                let bytes: usize = chunk.iter().map(|t| t.len()).sum();
-                let (mut ids, mut ends) = (Vec::with_capacity(bytes / 3), Vec::with_capacity(chunk.len()));
-                for t in chunk {
-                    self.encode_append(t, allowed, &mut ids)?;
-                    ends.push(ids.len() as u64);
-                }
-                Ok((ids, ends))
-            })
-            .collect::<Result<_>>()?;
-        let total: usize = parts.iter().map(|p| p.0.len()).sum();
-        let mut ids = Vec::with_capacity(total);
-        let mut offsets = Vec::with_capacity(texts.len() + 1);
-        offsets.push(0);
-        for (part, ends) in parts {
-            let base = ids.len() as u64;
-            offsets.extend(ends.into_iter().map(|e| base + e));
-            ids.extend_from_slice(&part);
-        }
-        Ok((ids, offsets))
+        Ok(self.encode_batch_groups(texts, allowed)?.into_flat())
     }
 }
 
