@@ -19,6 +19,7 @@ is printed with the table, since figures from a busy machine are low and noisy.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import os
 import statistics
@@ -48,20 +49,28 @@ def flat_lists(result: Any) -> list[list[int]]:
 
 
 class Pinned:
-    """Run with the process's CPU affinity cut to `threads` cores (Linux), then restore it."""
+    """Run with every thread of the process (those a library started too) allowed only the
+    first `threads` cores (Linux), then restore the affinity.  `os.sched_setaffinity(0, …)`
+    alone would pin only the calling thread, leaving a library's worker threads free."""
 
     def __init__(self, threads: int):
         self.threads = threads
         self.saved: set[int] | None = None
 
+    @staticmethod
+    def _set(cpus: set[int]) -> None:
+        for tid in os.listdir("/proc/self/task"):
+            with contextlib.suppress(ProcessLookupError):  # a thread that has just ended
+                os.sched_setaffinity(int(tid), cpus)
+
     def __enter__(self) -> None:
-        if hasattr(os, "sched_getaffinity"):
+        if hasattr(os, "sched_getaffinity") and os.path.isdir("/proc/self/task"):
             self.saved = os.sched_getaffinity(0)
-            os.sched_setaffinity(0, sorted(self.saved)[:self.threads])
+            self._set(set(sorted(self.saved)[:self.threads]))
 
     def __exit__(self, *exc: object) -> None:
         if self.saved is not None:
-            os.sched_setaffinity(0, self.saved)
+            self._set(self.saved)
 
 
 def measure(encoders: dict[str, Run], megabytes: float, repeat: int) -> dict[str, list[float]]:
