@@ -461,11 +461,21 @@ impl Encoder {
             if failed.is_some() {
                 return;
             }
-            piece_tokens.clear();
             let raw = piece.as_bytes();
             if let Some(&id) = self.shortcut.get(&Lookup(raw)).filter(|_| shortcut) {
-                piece_tokens.push(id);
-            } else if let Some(ids) = table.as_deref().and_then(|t| t.get(raw)) {
+                // the common case, without the buffer
+                if self.super_part[id as usize] != 0 {
+                    run.push(id);
+                } else {
+                    if !run.is_empty() {
+                        self.flush(&mut run, out);
+                    }
+                    out.push(id);
+                }
+                return;
+            }
+            piece_tokens.clear();
+            if let Some(ids) = table.as_deref().and_then(|t| t.get(raw)) {
                 piece_tokens.extend_from_slice(ids);
             } else {
                 if let Err(e) = self.merge_pretoken(raw, &mut piece_tokens) {
