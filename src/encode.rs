@@ -23,7 +23,6 @@ use crate::train::ngram::{prefix_set, split_one};
 
 pub mod batch;
 pub mod cache;
-pub mod hot;
 
 use cache::{PieceCache, Table};
 
@@ -47,8 +46,6 @@ pub struct Encoder {
     reachable: Vec<bool>,
     /// reachable tokens by bytes: the shortcut's table (inline keys, see `key.rs`)
     shortcut: KeyMap,
-    /// the reachable tokens with the smallest ids, in front of `shortcut` (see `hot.rs`)
-    hot: hot::Hot,
     ngrams: Option<NgramTables>,
     /// the merges and deletions of a model with PickyBPE deletions (then `ranks` is unused)
     picky: Option<Picky>,
@@ -327,7 +324,6 @@ impl Encoder {
             super_part,
             reachable: vec![false; model.vocab.len()],
             shortcut: KeyMap::default(),
-            hot: hot::Hot::new([]),
             ngrams,
             picky,
             special: model.special_tokens.clone(),
@@ -338,11 +334,6 @@ impl Encoder {
             .filter(|&i| enc.reachable[i])
             .map(|i| (Key::from_bytes(&enc.vocab[i]), i as TokenId))
             .collect();
-        enc.hot = hot::Hot::new(
-            (0..enc.vocab.len())
-                .filter(|&i| enc.reachable[i])
-                .map(|i| (enc.vocab[i].as_slice(), i as TokenId)),
-        );
         enc.cache = PieceCache::new(cache::DEFAULT_CAPACITY);
         Ok(enc)
     }
@@ -471,14 +462,7 @@ impl Encoder {
                 return;
             }
             let raw = piece.as_bytes();
-            let hit = if shortcut {
-                self.hot
-                    .get(raw)
-                    .or_else(|| self.shortcut.get(&Lookup(raw)).copied())
-            } else {
-                None
-            };
-            if let Some(id) = hit {
+            if let Some(&id) = self.shortcut.get(&Lookup(raw)).filter(|_| shortcut) {
                 // the common case, without the buffer
                 if self.super_part[id as usize] != 0 {
                     run.push(id);

@@ -9,7 +9,6 @@ use base64::Engine as _;
 use rustc_hash::FxHashMap;
 
 use crate::encode::cache::{self, PieceCache};
-use crate::encode::hot::Hot;
 use crate::error::{Error, Result};
 use crate::key::{Key, KeyMap, Lookup};
 use crate::pretokenize::Matcher;
@@ -114,8 +113,6 @@ pub struct RankEncoder {
     /// `Vec<u8>` keys, comparing a probe with a key followed a pointer and called `memcmp`:
     /// 37 % of cl100k's encoding samples were in that comparison (perf, 4 MB of Gutenberg).
     lookup: KeyMap,
-    /// the tokens of smallest rank, in front of `lookup` (see `encode/hot.rs`)
-    hot: Hot,
     /// what pieces that are not a token became, per thread (see `encode/cache.rs`)
     cache: PieceCache,
 }
@@ -128,14 +125,10 @@ impl RankEncoder {
             .iter()
             .map(|(t, &r)| (Key::from_bytes(t), r))
             .collect();
-        let mut by_rank: Vec<(&[u8], u32)> = model.ranks.iter().map(|(t, &r)| (t.as_slice(), r)).collect();
-        by_rank.sort_unstable_by_key(|&(_, r)| r);
-        let hot = Hot::new(by_rank);
         Ok(RankEncoder {
             model,
             matcher,
             lookup,
-            hot,
             cache: PieceCache::new(cache::DEFAULT_CAPACITY),
         })
     }
@@ -148,9 +141,7 @@ impl RankEncoder {
 
     #[inline]
     fn rank(&self, bytes: &[u8]) -> Option<u32> {
-        self.hot
-            .get(bytes)
-            .or_else(|| self.lookup.get(&Lookup(bytes)).copied())
+        self.lookup.get(&Lookup(bytes)).copied()
     }
 
     /// Load a `.tiktoken` file; `special` gives each special string its id.
