@@ -58,8 +58,6 @@ pub struct Encoder {
     pub special: Vec<(String, TokenId)>,
     /// what pretokens that missed the shortcut became, per thread
     cache: PieceCache,
-    /// what runs of pretokens became after supermerges, per thread (see `flush`)
-    run_cache: PieceCache,
 }
 
 /// Step 3 for a model with PickyBPE deletions (SPEC 9 "Inference"), as `reference/encode.py`.
@@ -335,7 +333,6 @@ impl Encoder {
             picky,
             special: model.special_tokens.clone(),
             cache: PieceCache::new(0), // off while `find_reachable` encodes the vocabulary
-            run_cache: PieceCache::new(0),
         };
         enc.reachable = enc.find_reachable(&model.is_super)?;
         enc.shortcut = (0..enc.vocab.len())
@@ -343,7 +340,6 @@ impl Encoder {
             .map(|i| (Key::from_bytes(&enc.vocab[i]), i as TokenId))
             .collect();
         enc.cache = PieceCache::new(cache::DEFAULT_CAPACITY);
-        enc.run_cache = PieceCache::new(cache::DEFAULT_CAPACITY);
         Ok(enc)
     }
 
@@ -351,7 +347,6 @@ impl Encoder {
     /// that force tiny tables.
     pub fn with_cache_capacity(mut self, capacity: usize) -> Encoder {
         self.cache = PieceCache::new(capacity);
-        self.run_cache = PieceCache::new(capacity);
         self
     }
 
@@ -425,10 +420,7 @@ impl Encoder {
         merge_scan(run, rank, false);
     }
 
-    /// Step 4 on the run so far, then empty it.  `runs` remembers what runs became (as the
-    /// pretoken cache does for pretokens, keyed by the run's ids): the same few-word runs
-    /// ("of the", "in a") recur all through a text.
-    fn flush(&self, run: &mut Vec<TokenId>, out: &mut Vec<TokenId>, runs: Option<&mut Table>) {
+    fn flush(&self, run: &mut Vec<TokenId>, out: &mut Vec<TokenId>) {
         if run.len() >= 2 {
             match &self.ngrams {
                 Some((table, prefixes)) => {
@@ -440,21 +432,8 @@ impl Encoder {
                     });
                 }
                 None => {
-                    // runs of more than 12 ids are never kept (see `cache::MAX_PIECE`)
-                    let runs = runs.filter(|_| 4 * run.len() <= cache::MAX_PIECE);
-                    let key: smallvec::SmallVec<[u8; 64]> = match runs {
-                        Some(_) => run.iter().flat_map(|t| t.to_le_bytes()).collect(),
-                        None => smallvec::SmallVec::new(),
-                    };
-                    if let Some(ids) = runs.as_deref().and_then(|t| t.get(&key)) {
-                        out.extend_from_slice(ids);
-                    } else {
-                        self.supermerge(run);
-                        out.extend_from_slice(run);
-                        if let Some(t) = runs {
-                            t.insert(&key, run);
-                        }
-                    }
+                    self.supermerge(run);
+                    out.extend_from_slice(run);
                 }
             }
         } else {
@@ -465,12 +444,10 @@ impl Encoder {
 
     fn encode_into(&self, text: &str, shortcut: bool, out: &mut Vec<TokenId>) -> Result<()> {
         if shortcut {
-            self.cache.with(|table| {
-                self.run_cache
-                    .with(|runs| self.encode_pieces(text, true, table, runs, out))
-            })
+            self.cache
+                .with(|table| self.encode_pieces(text, true, table, out))
         } else {
-            self.encode_pieces(text, false, None, None, out)
+            self.encode_pieces(text, false, None, out)
         }
     }
 
@@ -480,7 +457,6 @@ impl Encoder {
         text: &str,
         shortcut: bool,
         mut table: Option<&mut Table>,
-        mut runs: Option<&mut Table>,
         out: &mut Vec<TokenId>,
     ) -> Result<()> {
         let mut run: Vec<TokenId> = Vec::new();
@@ -497,7 +473,7 @@ impl Encoder {
                     run.push(id);
                 } else {
                     if !run.is_empty() {
-                        self.flush(&mut run, out, runs.as_deref_mut());
+                        self.flush(&mut run, out);
                     }
                     out.push(id);
                 }
@@ -518,14 +494,14 @@ impl Encoder {
             if piece_tokens.len() == 1 && self.super_part[piece_tokens[0] as usize] != 0 {
                 run.push(piece_tokens[0]);
             } else {
-                self.flush(&mut run, out, runs.as_deref_mut());
+                self.flush(&mut run, out);
                 out.extend_from_slice(&piece_tokens);
             }
         })?;
         if let Some(e) = failed {
             return Err(e);
         }
-        self.flush(&mut run, out, runs.as_deref_mut());
+        self.flush(&mut run, out);
         Ok(())
     }
 
