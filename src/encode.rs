@@ -420,6 +420,11 @@ impl Encoder {
         merge_scan(run, rank, false);
     }
 
+    /// Step 4 on the run so far, then empty it.  Tried and dropped: a per-thread cache of what
+    /// runs became, keyed by their ids (as the pretoken cache): on a 32K BoundlessBPE model and
+    /// 4 MB of Gutenberg its insertions and lookups took 9 % of samples and CPU time did not
+    /// move (runs of common words between punctuation rarely repeat exactly); `supermerge`
+    /// itself is about 15 % of samples there.
     fn flush(&self, run: &mut Vec<TokenId>, out: &mut Vec<TokenId>) {
         if run.len() >= 2 {
             match &self.ngrams {
