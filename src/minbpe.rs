@@ -18,6 +18,7 @@ use std::collections::BinaryHeap;
 
 use rustc_hash::FxHashMap;
 
+use crate::encode::cache::{self, PieceCache};
 use crate::encode::merge_by_rank;
 use crate::error::Result;
 use crate::pretokenize::Matcher;
@@ -307,6 +308,9 @@ pub fn distinct_chunks<'t>(text: &'t str, matcher: Option<&Matcher>) -> Result<V
 pub struct MinbpeEncoder {
     ranks: FxHashMap<(u32, u32), (u32, u32)>,
     matcher: Option<Matcher>,
+    /// what chunks became, per thread: minbpe has no vocabulary shortcut, so every chunk
+    /// would go through the merges (see `encode/cache.rs`)
+    cache: PieceCache,
 }
 
 impl MinbpeEncoder {
@@ -314,17 +318,75 @@ impl MinbpeEncoder {
     pub fn new(merges: Vec<((u32, u32), u32)>, pattern: Option<&str>) -> Result<MinbpeEncoder> {
         let matcher = pattern.map(|p| Matcher::new(p, "pattern")).transpose()?;
         let ranks = merges.into_iter().map(|(pair, id)| (pair, (id, id))).collect();
-        Ok(MinbpeEncoder { ranks, matcher })
+        Ok(MinbpeEncoder {
+            ranks,
+            matcher,
+            cache: PieceCache::new(cache::DEFAULT_CAPACITY),
+        })
+    }
+
+    /// The same encoder with `capacity` cache entries per thread (0: no cache); for tests.
+    pub fn with_cache_capacity(mut self, capacity: usize) -> MinbpeEncoder {
+        self.cache = PieceCache::new(capacity);
+        self
     }
 
     pub fn encode_ordinary(&self, text: &str) -> Result<Vec<u32>> {
         let mut out = Vec::with_capacity(text.len() / 3);
         let rank = |a: u32, b: u32| self.ranks.get(&(a, b)).copied();
-        let mut one = |chunk: &str| merge_by_rank(chunk.bytes().map(u32::from).collect(), rank, &mut out);
-        match &self.matcher {
-            Some(m) => m.for_each_piece(text, &mut |c| one(c))?,
-            None => one(text),
-        }
+        self.cache.with(|mut table| {
+            let mut one = |chunk: &str| {
+                let raw = chunk.as_bytes();
+                if let Some(ids) = table.as_deref().and_then(|t| t.get(raw)) {
+                    out.extend_from_slice(ids);
+                    return;
+                }
+                let start = out.len();
+                merge_by_rank(raw.iter().map(|&b| u32::from(b)).collect(), rank, &mut out);
+                if let Some(t) = table.as_deref_mut() {
+                    t.insert(raw, &out[start..]);
+                }
+            };
+            match &self.matcher {
+                Some(m) => m.for_each_piece(text, &mut |c| one(c)),
+                None => {
+                    one(text);
+                    Ok(())
+                }
+            }
+        })?;
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod encoder_tests {
+    use super::*;
+
+    /// The chunk cache changes nothing, however small (tables emptied every few chunks).
+    #[test]
+    fn the_chunk_cache_changes_no_id() {
+        let text = "the cat sat on the mat; the mat sat on the cat, 123 456 the the cat's hat!\n".repeat(20);
+        let gpt4 = Matcher::new(crate::pretokenize::cl100k::MINBPE_GPT4, "pattern").unwrap();
+        let chunks = distinct_chunks(&text, Some(&gpt4)).unwrap();
+        let merges = train(&chunks, 40, 1, &crate::train::Silent, |_| Ok(())).unwrap();
+        let merges: Vec<((u32, u32), u32)> = merges.iter().map(|m| (m.pair, m.id)).collect();
+        let pattern = crate::pretokenize::cl100k::MINBPE_GPT4;
+        let plain = MinbpeEncoder::new(merges.clone(), Some(pattern))
+            .unwrap()
+            .with_cache_capacity(0)
+            .encode_ordinary(&text)
+            .unwrap();
+        for capacity in [1, 2, 5, cache::DEFAULT_CAPACITY] {
+            let enc = MinbpeEncoder::new(merges.clone(), Some(pattern))
+                .unwrap()
+                .with_cache_capacity(capacity);
+            assert_eq!(enc.encode_ordinary(&text).unwrap(), plain, "cache {capacity}");
+            assert_eq!(
+                enc.encode_ordinary(&text).unwrap(),
+                plain,
+                "cache {capacity}, again"
+            );
+        }
     }
 }

@@ -1,11 +1,12 @@
 //! The one tokenizer class, for both kinds of model (see `crate::tokenizer`).
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
-use pyo3::types::{IntoPyDict, PyBytes, PyDict};
+use pyo3::types::{IntoPyDict, PyBytes, PyDict, PyList};
 
 use super::guard;
+use crate::encode::batch::Batch;
 use crate::model::v2;
 use crate::threads::pool;
 use crate::tokenizer::{Shared, Tokenizer};
@@ -64,20 +65,24 @@ impl PyTokenizer {
 
     /// Encode many texts in parallel (GIL released); `threads=None` uses all cores.
     #[pyo3(signature = (texts, allowed, threads=None))]
-    fn encode_batch(
+    fn encode_batch<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         texts: Vec<String>,
         allowed: Vec<String>,
         threads: Option<usize>,
-    ) -> PyResult<Vec<Vec<u32>>> {
+    ) -> PyResult<Bound<'py, PyList>> {
         let pool = pool(threads)?;
         let current = self.current();
-        py.detach(|| guard(|| pool.install(|| current.encoder().encode_batch(&strs(&texts), &allowed))))
+        let batch = py.detach(|| {
+            guard(|| pool.install(|| current.encoder().encode_batch_groups(&strs(&texts), &allowed)))
+        })?;
+        id_lists(py, &batch)
     }
 
     /// `encode_batch` as two little-endian buffers: all ids (u32), and `len(texts) + 1`
-    /// offsets (u64) into them; no Python object per token.
+    /// offsets (u64) into them; no Python object per token.  The ids are written straight
+    /// into the returned bytes, in parallel, with the GIL released.
     #[pyo3(signature = (texts, allowed, threads=None))]
     fn encode_batch_flat<'py>(
         &self,
@@ -88,12 +93,18 @@ impl PyTokenizer {
     ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
         let pool = pool(threads)?;
         let current = self.current();
-        let (ids, offsets) = py.detach(|| {
-            guard(|| pool.install(|| current.encoder().encode_batch_flat(&strs(&texts), &allowed)))
+        let batch = py.detach(|| {
+            guard(|| pool.install(|| current.encoder().encode_batch_groups(&strs(&texts), &allowed)))
         })?;
-        let ids: Vec<u8> = ids.iter().flat_map(|i| i.to_le_bytes()).collect();
-        let offsets: Vec<u8> = offsets.iter().flat_map(|o| o.to_le_bytes()).collect();
-        Ok((PyBytes::new(py, &ids), PyBytes::new(py, &offsets)))
+        let ids = PyBytes::new_with(py, 4 * batch.total_ids(), |buf| {
+            py.detach(|| pool.install(|| batch.write_ids_le(buf)));
+            Ok(())
+        })?;
+        let offsets = PyBytes::new_with(py, 8 * (batch.len() + 1), |buf| {
+            batch.write_offsets_le(buf);
+            Ok(())
+        })?;
+        Ok((ids, offsets))
     }
 
     fn encode_to_tokens<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Vec<Bound<'py, PyBytes>>> {
@@ -192,4 +203,42 @@ impl PyTokenizer {
 
 fn strs(texts: &[String]) -> Vec<&str> {
     texts.iter().map(String::as_str).collect()
+}
+
+/// Python ints for small ids, made once and shared by every list of ids: a list then costs a
+/// reference count per id instead of an allocation (making the ints was most of the time a
+/// one-list-per-text `encode_batch` spent holding the GIL).  Ints are immutable, so sharing
+/// them is invisible.  At most `2**18` of them (ids of the largest common vocabularies),
+/// made when a batch has at least as many ids as the ints it needs.
+static SMALL_INTS: Mutex<Vec<Py<PyAny>>> = Mutex::new(Vec::new());
+
+/// One Python list of ids per text of `batch`.
+fn id_lists<'py>(py: Python<'py>, batch: &Batch) -> PyResult<Bound<'py, PyList>> {
+    const MOST: usize = 1 << 18;
+    // never wait for the lock while holding the GIL (whoever holds it may need the GIL); a
+    // call that finds it taken makes its own ints
+    let mut guard = SMALL_INTS.try_lock().ok();
+    if let Some(ints) = guard.as_deref_mut() {
+        let want = py
+            .detach(|| batch.max_id())
+            .map_or(0, |m| m as usize + 1)
+            .min(MOST);
+        if want > ints.len() && batch.total_ids() >= want {
+            for i in ints.len()..want {
+                ints.push(i.into_pyobject(py)?.into_any().unbind());
+            }
+        }
+    }
+    let ints: &[Py<PyAny>] = guard.as_deref().map_or(&[], |v| v.as_slice());
+    let one = |id: u32| -> PyResult<Bound<'py, PyAny>> {
+        match ints.get(id as usize) {
+            Some(int) => Ok(int.bind(py).clone()),
+            None => Ok(id.into_pyobject(py)?.into_any()),
+        }
+    };
+    let lists = batch
+        .texts()
+        .map(|ids| PyList::new(py, ids.iter().map(|&id| one(id)).collect::<PyResult<Vec<_>>>()?))
+        .collect::<PyResult<Vec<_>>>()?;
+    PyList::new(py, lists)
 }

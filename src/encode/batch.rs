@@ -1,0 +1,163 @@
+//! Many texts at once on the current rayon pool (issue 15, item 3).
+//!
+//! The texts are cut into groups of consecutive texts of about the same number of bytes,
+//! several per thread, so that work stealing evens out long and short lines.  Each group
+//! fills its own buffers (all its ids, and where each text ends), so there is no allocation
+//! per text and no shared state.  The groups are *not* joined into one vector afterwards:
+//! that copy, and the conversion to little-endian bytes after it, was a serial tail of one
+//! pass over all ids per call.  Instead [`Batch::write_ids_le`] writes every group straight
+//! into its own slice of the caller's output buffer, in parallel, and Python lists are built
+//! from the groups' slices ([`Batch::texts`]).
+
+use rayon::prelude::*;
+
+use super::Encode;
+use crate::error::Result;
+use crate::tokens::TokenId;
+
+/// Groups per thread: enough for work stealing to even out uneven texts.
+const GROUPS_PER_THREAD: usize = 16;
+
+/// A group is at least this many bytes of text (smaller ones cost more to schedule than
+/// they take).
+const MIN_GROUP_BYTES: usize = 1 << 16;
+
+/// The ids of a batch of texts, group by group, in the texts' order.
+pub struct Batch {
+    groups: Vec<Group>,
+}
+
+struct Group {
+    ids: Vec<TokenId>,
+    /// end of each text's ids within `ids`
+    ends: Vec<u32>,
+}
+
+/// Cut `texts` into runs of consecutive texts of about `total / (threads * GROUPS_PER_THREAD)`
+/// bytes each; returns the index where each run ends.
+fn group_ends(texts: &[&str]) -> Vec<usize> {
+    let total: usize = texts.iter().map(|t| t.len()).sum();
+    let target = (total / (rayon::current_num_threads() * GROUPS_PER_THREAD)).max(MIN_GROUP_BYTES);
+    let mut ends = Vec::new();
+    let mut bytes = 0;
+    for (i, t) in texts.iter().enumerate() {
+        bytes += t.len();
+        if bytes >= target {
+            ends.push(i + 1);
+            bytes = 0;
+        }
+    }
+    if ends.last() != Some(&texts.len()) {
+        ends.push(texts.len());
+    }
+    ends
+}
+
+/// Encode `texts` in parallel; see the module's notes.
+pub fn encode<E: Encode + ?Sized>(encoder: &E, texts: &[&str], allowed: &[String]) -> Result<Batch> {
+    let ends = group_ends(texts);
+    let groups = (0..ends.len())
+        .into_par_iter()
+        .map(|g| {
+            let start = if g == 0 { 0 } else { ends[g - 1] };
+            let chunk = &texts[start..ends[g]];
+            let bytes: usize = chunk.iter().map(|t| t.len()).sum();
+            let mut group = Group {
+                ids: Vec::with_capacity(bytes / 4 + 16),
+                ends: Vec::with_capacity(chunk.len()),
+            };
+            for t in chunk {
+                encoder.encode_append(t, allowed, &mut group.ids)?;
+                let end = u32::try_from(group.ids.len()).map_err(|_| {
+                    crate::error::Error::Value("a batch group holds more than 2**32 ids".into())
+                })?;
+                group.ends.push(end);
+            }
+            Ok(group)
+        })
+        .collect::<Result<Vec<Group>>>()?;
+    Ok(Batch { groups })
+}
+
+impl Batch {
+    /// All ids of all texts.
+    pub fn total_ids(&self) -> usize {
+        self.groups.iter().map(|g| g.ids.len()).sum()
+    }
+
+    /// How many texts.
+    pub fn len(&self) -> usize {
+        self.groups.iter().map(|g| g.ends.len()).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The largest id, if there is one.
+    pub fn max_id(&self) -> Option<TokenId> {
+        self.groups
+            .iter()
+            .filter_map(|g| g.ids.iter().copied().max())
+            .max()
+    }
+
+    /// Each text's ids, in order.
+    pub fn texts(&self) -> impl Iterator<Item = &[TokenId]> {
+        self.groups.iter().flat_map(|g| {
+            let starts = std::iter::once(0).chain(g.ends.iter().copied());
+            starts
+                .zip(g.ends.iter().copied())
+                .map(move |(a, b)| &g.ids[a as usize..b as usize])
+        })
+    }
+
+    /// Write all ids as little-endian u32 into `out` (exactly `4 * total_ids()` bytes), each
+    /// group into its own slice, in parallel on the current pool.
+    pub fn write_ids_le(&self, out: &mut [u8]) {
+        assert_eq!(out.len(), 4 * self.total_ids(), "the buffer holds every id");
+        let mut slices = Vec::with_capacity(self.groups.len());
+        let mut rest = out;
+        for g in &self.groups {
+            let (mine, tail) = rest.split_at_mut(4 * g.ids.len());
+            slices.push((g, mine));
+            rest = tail;
+        }
+        slices.into_par_iter().for_each(|(g, mine)| {
+            for (dst, id) in mine.chunks_exact_mut(4).zip(&g.ids) {
+                dst.copy_from_slice(&id.to_le_bytes());
+            }
+        });
+    }
+
+    /// The `len() + 1` offsets of the texts' ids (0 first, then each text's end), as
+    /// little-endian u64 into `out` (exactly `8 * (len() + 1)` bytes).
+    pub fn write_offsets_le(&self, out: &mut [u8]) {
+        assert_eq!(out.len(), 8 * (self.len() + 1), "the buffer holds every offset");
+        let mut slots = out.chunks_exact_mut(8);
+        slots
+            .next()
+            .expect("room for the first offset")
+            .copy_from_slice(&0u64.to_le_bytes());
+        let mut base = 0u64;
+        for g in &self.groups {
+            for (&end, dst) in g.ends.iter().zip(&mut slots) {
+                dst.copy_from_slice(&(base + end as u64).to_le_bytes());
+            }
+            base += g.ids.len() as u64;
+        }
+    }
+
+    /// All ids in one vector, and the `len() + 1` offsets (for callers in Rust).
+    pub fn into_flat(self) -> (Vec<TokenId>, Vec<u64>) {
+        let mut ids = Vec::with_capacity(self.total_ids());
+        let mut offsets = Vec::with_capacity(self.len() + 1);
+        offsets.push(0);
+        for g in self.groups {
+            let base = ids.len() as u64;
+            offsets.extend(g.ends.iter().map(|&e| base + e as u64));
+            ids.extend_from_slice(&g.ids);
+        }
+        (ids, offsets)
+    }
+}

@@ -1,0 +1,118 @@
+//! A per-thread cache of encoded pretokens (issue 15, item 2).
+//!
+//! Most pretokens of ordinary text are one token and take the vocabulary shortcut (one hash
+//! lookup).  The others start from their bytes and go through the merges: a scan with a pair
+//! lookup per adjacent pair and per applied merge, plus a buffer.  The same rare words come
+//! back again and again in a batch, so each thread remembers what its last pretokens that
+//! missed the shortcut became.
+//!
+//! Each thread owns its table ([`ThreadLocal`]), so the hot path takes no lock and shares
+//! nothing that is written.  Memory is bounded: pretokens longer than [`MAX_PIECE`] bytes are
+//! never stored, and a table that reaches its capacity is emptied and starts again (simpler
+//! and cheaper than least-recently-used bookkeeping; frequent pretokens come back at once).
+//! The ids of all entries live in one buffer, so an insertion allocates nothing once the
+//! table has grown.  A cached result is the same function of the pretoken's bytes as the
+//! merge it replaces, so results are identical with and without the cache, for any capacity,
+//! thread count or order of texts (`tests` below force tiny tables).
+
+use std::cell::RefCell;
+
+use thread_local::ThreadLocal;
+
+use crate::key::{Key, Lookup};
+use crate::tokens::TokenId;
+
+/// Pretokens longer than this (bytes) are merged every time: they are rare, and their ids
+/// would make an entry large.
+pub const MAX_PIECE: usize = 48;
+
+/// Entries per thread by default: about 2.5 MB per thread when full.
+pub const DEFAULT_CAPACITY: usize = 1 << 15;
+
+/// One thread's table: pretoken bytes -> (start, length) of its ids in `ids`.
+#[derive(Default)]
+pub struct Table {
+    map: hashbrown::HashMap<Key, (u32, u32), rustc_hash::FxBuildHasher>,
+    ids: Vec<TokenId>,
+    capacity: usize,
+}
+
+impl Table {
+    /// The ids of `piece` when this thread has seen it since its table was last emptied.
+    #[inline]
+    pub fn get(&self, piece: &[u8]) -> Option<&[TokenId]> {
+        let &(start, len) = self.map.get(&Lookup(piece))?;
+        Some(&self.ids[start as usize..(start + len) as usize])
+    }
+
+    /// Remember that `piece` encodes to `ids` (ignored for a piece over [`MAX_PIECE`] bytes).
+    #[inline]
+    pub fn insert(&mut self, piece: &[u8], ids: &[TokenId]) {
+        if piece.len() > MAX_PIECE {
+            return;
+        }
+        if self.map.len() >= self.capacity {
+            self.map.clear();
+            self.ids.clear();
+        }
+        let start = self.ids.len() as u32;
+        self.ids.extend_from_slice(ids);
+        self.map.insert(Key::from_bytes(piece), (start, ids.len() as u32));
+    }
+}
+
+/// The tables of all threads that used one encoder.
+pub struct PieceCache {
+    /// entries per thread; 0 turns the cache off
+    capacity: usize,
+    per_thread: ThreadLocal<RefCell<Table>>,
+}
+
+impl PieceCache {
+    pub fn new(capacity: usize) -> PieceCache {
+        PieceCache {
+            capacity,
+            per_thread: ThreadLocal::new(),
+        }
+    }
+
+    /// Run `f` with this thread's table (`None` when the cache is off).  Not re-entrant: `f`
+    /// must not encode with the same encoder (encoding never does).
+    pub fn with<R>(&self, f: impl FnOnce(Option<&mut Table>) -> R) -> R {
+        if self.capacity == 0 {
+            return f(None);
+        }
+        let cell = self.per_thread.get_or(|| {
+            RefCell::new(Table {
+                capacity: self.capacity,
+                ..Table::default()
+            })
+        });
+        match cell.try_borrow_mut() {
+            Ok(mut table) => f(Some(&mut table)),
+            Err(_) => f(None), // re-entered: go without (same results, only slower)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_table_starts_again_and_long_pieces_are_not_kept() {
+        let cache = PieceCache::new(2);
+        cache.with(|t| {
+            let t = t.unwrap();
+            t.insert(b"ab", &[1, 2]);
+            t.insert(b"cd", &[3]);
+            assert_eq!(t.get(b"ab"), Some(&[1, 2][..]));
+            t.insert(b"ef", &[4, 5, 6]); // full: emptied first
+            assert_eq!(t.get(b"ab"), None);
+            assert_eq!(t.get(b"ef"), Some(&[4, 5, 6][..]));
+            t.insert(&[b'x'; MAX_PIECE + 1], &[7]);
+            assert_eq!(t.get(&[b'x'; MAX_PIECE + 1]), None);
+        });
+        PieceCache::new(0).with(|t| assert!(t.is_none()));
+    }
+}

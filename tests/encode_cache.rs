@@ -1,0 +1,121 @@
+//! The per-thread pretoken cache changes no result: every golden model encodes every golden
+//! document to the paper's ids with the cache off, with tables so small that they are emptied
+//! every few pretokens, and with the default size; one text at a time and in batches on two
+//! threads, in order and backwards.  Also tiktoken-style rank encoders (a golden BPE model's
+//! ranks), whose cache is compared with no cache.
+
+use std::path::PathBuf;
+
+use superword::encode::{Encode, Encoder};
+use superword::model::v2;
+use superword::ranks::{self, RankEncoder, RankModel};
+
+fn golden() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/golden")
+}
+
+fn texts(corpus: &str) -> Vec<String> {
+    std::fs::read_to_string(golden().join(corpus))
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v["text"].as_str().unwrap().to_string()
+        })
+        .collect()
+}
+
+/// Cache sizes: off, emptied at every insertion, every few, and the default.
+const CAPACITIES: [Option<usize>; 4] = [Some(0), Some(1), Some(3), None];
+
+/// Encode `texts` one by one, then as a batch on two threads forwards and backwards, and
+/// check all three against `want`.
+fn check_all(encoder: &(impl Encode + ?Sized), texts: &[&str], want: &[Vec<u32>], what: &str) {
+    for (i, (text, w)) in texts.iter().zip(want).enumerate() {
+        assert_eq!(&encoder.encode_ordinary(text).unwrap(), w, "{what}: document {i}");
+    }
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+    let batch = pool.install(|| encoder.encode_batch(texts, &[]).unwrap());
+    assert!(batch == want, "{what}: batch on two threads");
+    let backwards: Vec<&str> = texts.iter().rev().copied().collect();
+    let (ids, offsets) = pool.install(|| encoder.encode_batch_flat(&backwards, &[]).unwrap());
+    for (k, w) in want.iter().rev().enumerate() {
+        let got = &ids[offsets[k] as usize..offsets[k + 1] as usize];
+        assert_eq!(got, &w[..], "{what}: flat batch backwards, text {k}");
+    }
+}
+
+#[test]
+fn golden_ids_with_any_cache_size() {
+    for (folder, corpus) in [
+        ("taylorswift_400_v600", "taylorswift_400.jsonl"),
+        ("taylorswift_400_v600_simple", "taylorswift_400.jsonl"),
+        ("taylorswift_400_v600_tau0.9", "taylorswift_400.jsonl"),
+        ("multi_1230_v1500", "multi_1230.jsonl"),
+        ("multi_1230_v1500_tau0.8", "multi_1230.jsonl"),
+    ] {
+        let texts = texts(corpus);
+        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+        for name in ["word", "boundless", "super"] {
+            let dir = golden().join(folder);
+            let model = v2::read(dir.join(format!("{name}.model")).to_str().unwrap()).unwrap();
+            let ids = std::fs::read_to_string(dir.join(format!("{name}.ids.jsonl"))).unwrap();
+            let want: Vec<Vec<u32>> = ids.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+            for capacity in CAPACITIES {
+                let mut encoder = Encoder::new(&model, false).unwrap();
+                if let Some(c) = capacity {
+                    encoder = encoder.with_cache_capacity(c);
+                }
+                check_all(
+                    &encoder,
+                    &texts,
+                    &want,
+                    &format!("{folder}/{name}, cache {capacity:?}"),
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn rank_encoders_with_any_cache_size() {
+    for (folder, corpus) in [
+        ("taylorswift_400_v600_simple", "taylorswift_400.jsonl"),
+        ("multi_1230_v1500", "multi_1230.jsonl"),
+    ] {
+        let texts = texts(corpus);
+        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let model = v2::read(golden().join(folder).join("word.model").to_str().unwrap()).unwrap();
+        let dumped: String = model
+            .vocab
+            .iter()
+            .enumerate()
+            .map(|(i, t)| ranks::dumps([(i as u32, t.as_slice())]))
+            .collect();
+        let parsed = ranks::parse(&dumped, "ranks").unwrap();
+        let make = || {
+            RankEncoder::new(RankModel {
+                vocab: parsed.vocab.clone(),
+                ranks: parsed.ranks.clone(),
+                pattern: model.settings.main_regex.clone(),
+                special: Vec::new(),
+            })
+            .unwrap()
+        };
+        let uncached = make().with_cache_capacity(0);
+        let want: Vec<Vec<u32>> = texts
+            .iter()
+            .map(|t| uncached.encode_ordinary(t).unwrap())
+            .collect();
+        for capacity in [1, 3, 1 << 15] {
+            let encoder = make().with_cache_capacity(capacity);
+            check_all(
+                &encoder,
+                &texts,
+                &want,
+                &format!("{folder} as ranks, cache {capacity}"),
+            );
+        }
+    }
+}
