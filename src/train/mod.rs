@@ -242,12 +242,12 @@ fn train_counted(counts: Counts, config: &Config, control: &dyn Control, stats: 
     // (progress reports the number of candidates, or of segments when cut from the runs)
     let (candidates, reported) = match (config.algorithm, threshold) {
         (Algorithm::Boundless, Some(t)) if !config.greedy_split => {
-            let cut = cut_runs(&runs, &token_of, t, n_tokens);
+            let cut = cut_runs(runs, &token_of, t, n_tokens);
             let n = cut.segments.len();
             (Stage3::Cut(cut), n)
         }
         _ => {
-            let mut candidates = supermerge_candidates(&runs, &token_of);
+            let mut candidates = supermerge_candidates(runs, &token_of);
             if config.greedy_split {
                 let min_count = last_count.unwrap_or(0).max(MIN_COUNT_FLOOR);
                 let table: rustc_hash::FxHashSet<Box<[TokenId]>> =
@@ -271,7 +271,6 @@ fn train_counted(counts: Counts, config: &Config, control: &dyn Control, stats: 
             (stage3, n)
         }
     };
-    drop(runs);
     control.progress("candidates", reported as u64, reported as u64)?;
     stats.push(("candidates", clock.elapsed().as_secs_f64()));
 
