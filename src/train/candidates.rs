@@ -215,9 +215,12 @@ fn aggregate<'s, S: Source + ?Sized, A: Send>(
 pub fn supermerge_candidates(runs: Runs, token_of: &[Option<TokenId>]) -> Candidates {
     let flat = flatten(runs, token_of);
     let shards = rayon::current_num_threads().max(1);
-    let (tables, _) = aggregate(&flat[..], shards, || (), |tokens, count, _, emit| {
-        emit(tokens, true, count)
-    });
+    let (tables, _) = aggregate(
+        &flat[..],
+        shards,
+        || (),
+        |tokens, count, _, emit| emit(tokens, true, count),
+    );
     let mut out = Vec::with_capacity(tables.iter().map(|t| t.len()).sum());
     for t in tables {
         out.extend(t.into_iter().map(|((tokens, _), count)| (tokens.into(), count)));
