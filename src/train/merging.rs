@@ -213,6 +213,10 @@ pub struct MergeState {
     /// has a deletion moved a sequence to the end of the arena?  Then sequence order is no
     /// longer arena order.
     relocated: bool,
+    /// the changes of the current merge, kept empty between merges: most merges touch a few
+    /// sequences, and allocating and growing these afresh each time was a tenth of a small
+    /// training's merge loop
+    changes: GroupChanges,
 }
 
 /// One sequence: where it lies in the arena, its weight, and whether it is a whole word or
@@ -277,6 +281,50 @@ struct GroupChanges {
     became_single: bool,
     /// weighted number of merged tokens made
     made: u64,
+    /// [`rewrite_group`]'s working buffers, kept with the changes so that they are reused
+    occurrences: Vec<usize>,
+    windows: Vec<(usize, usize)>,
+    new_seq: Vec<TokenId>,
+}
+
+impl GroupChanges {
+    /// Add another group's changes to these.
+    fn absorb(&mut self, other: GroupChanges) {
+        self.became_single |= other.became_single;
+        self.made += other.made;
+        self.lengths.extend(other.lengths);
+        self.notes.extend(other.notes);
+        if self.delta.is_empty() {
+            self.delta = other.delta;
+        } else {
+            for (p, d) in other.delta {
+                *self.delta.entry(p).or_insert(0) += d;
+            }
+        }
+    }
+
+    /// Empty again for the next merge, keeping the memory unless a large merge grew it (a
+    /// table keeps its size when emptied, and walking a big empty one costs every merge).
+    fn reset(&mut self) {
+        const KEEP: usize = 1 << 12;
+        fn trim<T>(v: &mut Vec<T>) {
+            v.clear();
+            if v.capacity() > KEEP {
+                *v = Vec::new();
+            }
+        }
+        if self.delta.capacity() > KEEP {
+            self.delta = FxHashMap::default();
+        }
+        self.delta.clear();
+        trim(&mut self.notes);
+        trim(&mut self.lengths);
+        trim(&mut self.occurrences);
+        trim(&mut self.windows);
+        trim(&mut self.new_seq);
+        self.became_single = false;
+        self.made = 0;
+    }
 }
 
 /// Apply `pair` -> `merged` to the sequences `indices` (sorted), whose tokens lie in `data`,
@@ -296,11 +344,11 @@ fn rewrite_group(
     indices: &[u32],
     pair: Pair,
     merged: TokenId,
-) -> GroupChanges {
-    let mut out = GroupChanges::default();
-    let mut occurrences: Vec<usize> = Vec::new();
-    let mut windows: Vec<(usize, usize)> = Vec::new();
-    let mut new_seq: Vec<TokenId> = Vec::new();
+    out: &mut GroupChanges,
+) {
+    let mut occurrences = std::mem::take(&mut out.occurrences);
+    let mut windows = std::mem::take(&mut out.windows);
+    let mut new_seq = std::mem::take(&mut out.new_seq);
     for &index in indices {
         let Seq {
             start,
@@ -381,7 +429,9 @@ fn rewrite_group(
         out.lengths.push((index, new_seq.len() as u32));
         out.became_single |= new_seq.len() == 1 && whole;
     }
-    out
+    out.occurrences = occurrences;
+    out.windows = windows;
+    out.new_seq = new_seq;
 }
 
 impl MergeState {
@@ -455,6 +505,7 @@ impl MergeState {
             long,
             tokens: None,
             relocated: false,
+            changes: GroupChanges::default(),
         }
     }
 
@@ -566,15 +617,15 @@ impl MergeState {
             tracking.counts[part as usize] += removed;
         }
         self.tokens = Some(tracking);
-        self.apply_delta(delta, vocab);
+        self.apply_delta(&mut delta, vocab);
     }
 
     /// Add summed pair-count changes to the live counts; a pair whose count grew gets a new
     /// heap entry (see the module notes).
-    fn apply_delta(&mut self, delta: FxHashMap<Pair, i64>, vocab: &Vocab) {
+    fn apply_delta(&mut self, delta: &mut FxHashMap<Pair, i64>, vocab: &Vocab) {
         // (the heap's order is total, so the order of these updates does not matter)
         let n = self.shards.len();
-        for (p, d) in delta {
+        for (p, d) in delta.drain() {
             if d == 0 {
                 continue;
             }
@@ -656,15 +707,9 @@ impl MergeState {
         } else {
             1
         };
-        let mut changes: Vec<GroupChanges> = if groups <= 1 {
-            vec![rewrite_group(
-                &mut self.data,
-                0,
-                &self.seqs,
-                &indices,
-                pair,
-                merged,
-            )]
+        let mut changes = std::mem::take(&mut self.changes);
+        if groups <= 1 {
+            rewrite_group(&mut self.data, 0, &self.seqs, &indices, pair, merged, &mut changes);
         } else {
             // contiguous groups of sequences own disjoint, increasing parts of the arena
             let per = indices.len().div_ceil(groups);
@@ -681,41 +726,35 @@ impl MergeState {
                 rest_base = last + len as usize;
             }
             let seqs = &self.seqs;
-            parts
+            let groups: Vec<GroupChanges> = parts
                 .into_par_iter()
-                .map(|(data, base, chunk)| rewrite_group(data, base, seqs, chunk, pair, merged))
-                .collect()
-        };
-        changes.push(long_changes);
-        let mut became_single = false;
-        let mut made = 0u64;
-        let mut delta: FxHashMap<Pair, i64> = FxHashMap::default();
-        for c in changes {
-            became_single |= c.became_single;
-            made += c.made;
-            if let Some(tracking) = &mut self.tokens {
-                let top = merged.max(pair.0).max(pair.1) as usize + 1;
-                if tracking.holders.len() < top {
-                    tracking.holders.resize_with(top, Vec::new);
-                    tracking.counts.resize(top, 0);
-                }
-                let h = &mut tracking.holders[merged as usize];
-                h.extend(c.lengths.iter().map(|&(index, _)| index));
-            }
-            for (index, len) in c.lengths {
-                self.seqs[index as usize].len = len;
-            }
-            for (p, index) in c.notes {
-                self.info_mut(p).note(index);
-            }
-            if delta.is_empty() {
-                delta = c.delta;
-            } else {
-                for (p, d) in c.delta {
-                    *delta.entry(p).or_insert(0) += d;
-                }
+                .map(|(data, base, chunk)| {
+                    let mut out = GroupChanges::default();
+                    rewrite_group(data, base, seqs, chunk, pair, merged, &mut out);
+                    out
+                })
+                .collect();
+            for g in groups {
+                changes.absorb(g);
             }
         }
+        changes.absorb(long_changes);
+        if let Some(tracking) = &mut self.tokens {
+            let top = merged.max(pair.0).max(pair.1) as usize + 1;
+            if tracking.holders.len() < top {
+                tracking.holders.resize_with(top, Vec::new);
+                tracking.counts.resize(top, 0);
+            }
+            let h = &mut tracking.holders[merged as usize];
+            h.extend(changes.lengths.iter().map(|&(index, _)| index));
+        }
+        for &(index, len) in &changes.lengths {
+            self.seqs[index as usize].len = len;
+        }
+        for &(p, index) in &changes.notes {
+            self.info_mut(p).note(index);
+        }
+        let (became_single, made) = (changes.became_single, changes.made);
         if let Some(tracking) = &mut self.tokens {
             if made > 0 {
                 tracking.counts[merged as usize] += made;
@@ -723,7 +762,9 @@ impl MergeState {
                 tracking.counts[pair.1 as usize] -= made;
             }
         }
-        self.apply_delta(delta, vocab);
+        self.apply_delta(&mut changes.delta, vocab);
+        changes.reset();
+        self.changes = changes;
         became_single
     }
 
