@@ -709,7 +709,15 @@ impl MergeState {
         };
         let mut changes = std::mem::take(&mut self.changes);
         if groups <= 1 {
-            rewrite_group(&mut self.data, 0, &self.seqs, &indices, pair, merged, &mut changes);
+            rewrite_group(
+                &mut self.data,
+                0,
+                &self.seqs,
+                &indices,
+                pair,
+                merged,
+                &mut changes,
+            );
         } else {
             // contiguous groups of sequences own disjoint, increasing parts of the arena
             let per = indices.len().div_ceil(groups);
