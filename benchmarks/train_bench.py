@@ -3,7 +3,7 @@
 
     python benchmarks/train_bench.py                 # 100 MB Gutenberg, vocab 32,768 and 131,072
     python benchmarks/train_bench.py --repeat 1 --vocab 32768
-    python benchmarks/train_bench.py --build before=/tmp/old/python --build after=python
+    python benchmarks/train_bench.py --build before=../old/python --build after=python
 
 Every configuration runs in a fresh subprocess (so peak RSS is its own) on the same corpus,
 already on disk (the .gz is decompressed once to a temporary folder), with the same number of
