@@ -1,14 +1,24 @@
 #!/usr/bin/env python3
-"""Training speed: superword (BPE, BoundlessBPE, SuperBPE) next to HF tokenizers and rustbpe.
+"""Training speed: superword (BPE, BoundlessBPE, SuperBPE) next to HF tokenizers, rustbpe and gigabpe.
 
     python benchmarks/train_bench.py                 # 100 MB Gutenberg, vocab 32,768 and 131,072
     python benchmarks/train_bench.py --repeat 1 --vocab 32768
+    python benchmarks/train_bench.py --build before=../old/python --build after=python
 
 Every configuration runs in a fresh subprocess (so peak RSS is its own) on the same corpus,
-already on disk (the .gz is decompressed once to a temporary folder), with the GPT-4o
-pre-tokenization pattern and the same number of threads.  Prints a Markdown table of median
-wall times, superword's time per stage, and peak RSS.  HF tokenizers and rustbpe are optional
-(`pip install tokenizers rustbpe`); missing ones are skipped with a note.
+already on disk (the .gz is decompressed once to a temporary folder), with the same number of
+threads; superword BPE also runs on one thread, to show what the second core brings.  The
+GPT-4o pre-tokenization pattern is used by every trainer except gigabpe, which only has the
+GPT-2 one ("bytelevel").  Repeats are interleaved: each round runs every configuration once,
+so that a busy minute on a shared machine slows them all alike.  Prints Markdown tables of
+median wall times, user CPU seconds, superword's time per stage, and peak RSS, then the
+load average; and, on `taylorswift.txt` at vocab 5,000, each model's time in the Rust core
+next to the pure-Python reference.  HF tokenizers, rustbpe and gigabpe are optional
+(`pip install tokenizers rustbpe gigabpe`); missing ones are skipped with a note.
+
+`--build LABEL=DIR` (repeatable) runs superword's configurations once per build, with DIR
+put first on PYTHONPATH (a folder holding a `superword` package with its compiled core):
+before/after comparisons in the same run.
 """
 from __future__ import annotations
 
@@ -26,7 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
 
-# Each runner prints one JSON line: {"seconds": ..., "stats": {...}, "rss_mb": ...}
+# Each runner prints one JSON line: {"seconds": ..., "stats": {...}, "rss_mb": ..., "user": ...}
 RUNNER = r'''
 import json, os, resource, sys, time
 kind, path, vocab, threads = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
@@ -40,23 +50,19 @@ if kind.startswith("superword"):
     seconds = time.perf_counter() - start
     stats = tok.training_stats
     stats["supermerges"] = tok.num_supermerges
-elif kind == "reference":
-    import superword
-    docs = open(path, encoding="utf-8").read().split("\n")
-    start = time.perf_counter()
-    for algorithm, extra in [("bpe", {}), ("boundless", {}), ("superbpe", {"supermerges": 200})]:
-        superword.train(docs, vocab, algorithm, backend="reference", **extra)
-    seconds = time.perf_counter() - start
-elif kind == "rust-3models":
+elif kind.startswith("small:"):
+    # one model on a small corpus: the reference once, the Rust core's median of 10 runs
+    # after one to warm up
     import statistics, superword
+    backend, algorithm = kind.split(":")[1:]
+    extra = {"supermerges": 200} if algorithm == "superbpe" else {}
     docs = open(path, encoding="utf-8").read().split("\n")
     times = []
-    for repeat in range(6):  # the first run warms up; the median of the other five counts
+    for repeat in range(1 if backend == "reference" else 11):
         start = time.perf_counter()
-        for algorithm, extra in [("bpe", {}), ("boundless", {}), ("superbpe", {"supermerges": 200})]:
-            superword.train(docs, vocab, algorithm, threads=threads, **extra)
+        superword.train(docs, vocab, algorithm, backend=backend, threads=threads, **extra)
         times.append(time.perf_counter() - start)
-    seconds = statistics.median(times[1:])
+    seconds = statistics.median(times[-10:])
 elif kind == "hf":
     from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
     from superword.reference.pretokenize import GPT4O
@@ -69,6 +75,11 @@ elif kind == "hf":
     start = time.perf_counter()
     tok.train([path], trainer)
     seconds = time.perf_counter() - start
+elif kind == "gigabpe":
+    import gigabpe
+    start = time.perf_counter()
+    gigabpe.train_bpe([path], vocab, pretokenizer="bytelevel", threads=threads)
+    seconds = time.perf_counter() - start
 elif kind == "rustbpe":
     import rustbpe
     from superword.reference.pretokenize import GPT4O
@@ -80,13 +91,16 @@ elif kind == "rustbpe":
     start = time.perf_counter()
     tok.train_from_iterator(lines(), vocab, pattern=GPT4O)
     seconds = time.perf_counter() - start
-print(json.dumps({"seconds": seconds, "stats": stats,
-                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+usage = resource.getrusage(resource.RUSAGE_SELF)
+print(json.dumps({"seconds": seconds, "stats": stats, "rss_mb": usage.ru_maxrss / 1024,
+                  "user": usage.ru_utime}))
 '''
 
 
-def run(kind: str, path: Path, vocab: int, threads: int) -> dict:
+def run(kind: str, path: Path, vocab: int, threads: int, pythonpath: str | None = None) -> dict:
     env = dict(os.environ, RAYON_NUM_THREADS=str(threads))
+    if pythonpath is not None:
+        env["PYTHONPATH"] = os.pathsep.join([pythonpath] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     out = subprocess.run([sys.executable, "-c", RUNNER, kind, str(path), str(vocab), str(threads)],
                          capture_output=True, text=True, env=env)
     if out.returncode != 0:
@@ -98,10 +112,16 @@ def available(module: str) -> bool:
     return subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True).returncode == 0
 
 
-def median_run(kind, path, vocab, threads, repeat):
-    runs = [run(kind, path, vocab, threads) for _ in range(repeat)]
-    best = sorted(runs, key=lambda r: r["seconds"])[len(runs) // 2]
-    return statistics.median(r["seconds"] for r in runs), best, max(r["rss_mb"] for r in runs)
+def summary(runs: list[dict]) -> tuple[float, float, dict, float]:
+    """Median wall seconds, median user seconds, the median run's stats, and the peak RSS."""
+    middle = sorted(runs, key=lambda r: r["seconds"])[len(runs) // 2]
+    return (statistics.median(r["seconds"] for r in runs), statistics.median(r["user"] for r in runs),
+            middle["stats"], max(r["rss_mb"] for r in runs))
+
+
+def load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"{one:.1f} / {five:.1f} / {fifteen:.1f}"
 
 
 def main() -> None:
@@ -111,7 +131,12 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--skip-others", action="store_true", help="only superword")
+    ap.add_argument("--skip-small", action="store_true", help="no taylorswift.txt comparison")
+    ap.add_argument("--build", action="append", default=[], metavar="LABEL=DIR",
+                    help="run superword from DIR (first on PYTHONPATH); repeatable")
     args = ap.parse_args()
+    builds: list[tuple[str, str | None]] = [(b.split("=", 1)[0], str(Path(b.split("=", 1)[1]).resolve()))
+                                            for b in args.build] or [("", None)]
 
     tmp = Path(tempfile.mkdtemp(prefix="superword-bench-"))
     try:
@@ -123,32 +148,52 @@ def main() -> None:
             corpus = plain
         size = corpus.stat().st_size / 1e6
         print(f"corpus: {args.corpus.name} ({size:.0f} MB on disk), {args.threads} threads, "
-              f"median of {args.repeat}\n")
-        kinds = ["superword:bpe", "superword:boundless", "superword:superbpe"]
+              f"median of {args.repeat}, load average at start {load()}\n")
+        # (kind, threads, build label, PYTHONPATH)
+        configs: list[tuple[str, int, str, str | None]] = []
+        for label, pythonpath in builds:
+            for kind, threads in [("superword:bpe", 1), ("superword:bpe", args.threads),
+                                  ("superword:boundless", args.threads),
+                                  ("superword:superbpe", args.threads)]:
+                configs.append((kind, threads, label, pythonpath))
         if not args.skip_others:
-            for kind, module in (("hf", "tokenizers"), ("rustbpe", "rustbpe")):
+            for kind, module in (("hf", "tokenizers"), ("rustbpe", "rustbpe"), ("gigabpe", "gigabpe")):
                 if available(module):
-                    kinds.append(kind)
+                    configs.append((kind, args.threads, "", None))
                 else:
                     print(f"(skipping {kind}: `pip install {module}` to include it)")
-        print("| trainer | vocab | wall s | pretokenize+count s | phase 1 s | candidates s | phase 2 s | supermerges | peak RSS MB |")
-        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+        names = {"hf": "HF tokenizers BPE", "rustbpe": "rustbpe BPE", "gigabpe": "gigabpe BPE (GPT-2 pattern)"}
+        print("| trainer | threads | vocab | wall s | user s | pretokenize+count s | phase 1 s | candidates s "
+              "| phase 2 s | supermerges | peak RSS MB |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for vocab in args.vocab:
-            for kind in kinds:
-                seconds, best, rss = median_run(kind, corpus, vocab, args.threads, args.repeat)
-                s = best["stats"]
+            runs: dict[int, list[dict]] = {i: [] for i in range(len(configs))}
+            for _ in range(args.repeat):
+                for i, (kind, threads, _, pythonpath) in enumerate(configs):
+                    runs[i].append(run(kind, corpus, vocab, threads, pythonpath))
+            for i, (kind, threads, label, _) in enumerate(configs):
+                seconds, user, s, rss = summary(runs[i])
                 cell = lambda k: f"{s[k]:.2f}" if k in s else ""
-                name = {"hf": "HF tokenizers BPE", "rustbpe": "rustbpe BPE"}.get(
-                    kind, "superword " + kind.split(":")[-1])
-                print(f"| {name} | {vocab:,} | {seconds:.2f} | {cell('pretokenize_count')} | "
-                      f"{cell('phase1')} | {cell('candidates')} | {cell('phase2')} | "
-                      f"{s.get('supermerges', '')} | {rss:.0f} |", flush=True)
+                name = names.get(kind, "superword " + kind.split(":")[-1])
+                if label:
+                    name += f" ({label})"
+                print(f"| {name} | {threads} | {vocab:,} | {seconds:.2f} | {user:.2f} | "
+                      f"{cell('pretokenize_count')} | {cell('phase1')} | {cell('candidates')} | "
+                      f"{cell('phase2')} | {s.get('supermerges', '')} | {rss:.0f} |", flush=True)
+        print(f"\nload average at the end: {load()}")
         small = DATA / "taylorswift.txt"
-        if small.exists():
-            ref = run("reference", small, 5000, 1)["seconds"]
-            rust = run("rust-3models", small, 5000, args.threads)["seconds"]
-            print(f"\ntaylorswift.txt, vocab 5,000, word + BoundlessBPE + SuperBPE (200 supermerges): "
-                  f"reference {ref:.2f} s, rust {rust:.3f} s ({ref / rust:.0f}x)")
+        if small.exists() and not args.skip_small:
+            print(f"\n{small.name}, vocab 5,000 (SuperBPE: 200 supermerges), one thread; the Rust "
+                  "core's median of 10 runs in one process after a warm-up, the reference's one run\n")
+            print("| model | build | reference s | Rust core s | ratio |")
+            print("|---|---|---:|---:|---:|")
+            for algorithm in ("bpe", "boundless", "superbpe"):
+                ref = run(f"small:reference:{algorithm}", small, 5000, 1)["seconds"]
+                for label, pythonpath in builds:
+                    rust = run(f"small:rust:{algorithm}", small, 5000, 1, pythonpath)["seconds"]
+                    print(f"| {algorithm} | {label} | {ref:.2f} | {rust:.4f} | {ref / rust:.0f}x |",
+                          flush=True)
+            print(f"\nload average at the end: {load()}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
