@@ -29,6 +29,18 @@ use cache::{PieceCache, Table};
 /// Pieces longer than this (in bytes) are merged with a heap instead of a scan.
 const LONG_PIECE: usize = 48;
 
+/// Supermerge runs up to this many tokens use [`merge_small`].
+const SMALL_RUN: usize = 32;
+
+/// A packed rank for "no supermerge" (larger than every real one).
+const NO_PAIR: u64 = u64::MAX;
+
+/// The key of the pair `(a, b)` in `Encoder::super_ranks`.
+#[inline]
+fn pair_key(a: TokenId, b: TokenId) -> u64 {
+    (a as u64) << 32 | b as u64
+}
+
 /// The greedy-split n-gram table and the prefixes of its n-grams.
 type NgramTables = (FxHashSet<Box<[TokenId]>>, FxHashSet<Box<[TokenId]>>);
 
@@ -39,7 +51,9 @@ pub struct Encoder {
     byte_ids: [Option<TokenId>; 256],
     /// regular merges: pair -> (index, result)
     ranks: FxHashMap<(TokenId, TokenId), (u32, TokenId)>,
-    super_ranks: FxHashMap<(TokenId, TokenId), (u32, TokenId)>,
+    /// supermerges: `left << 32 | right` -> `index << 32 | result`, so that a pair's key is
+    /// hashed once and the smallest packed value is the smallest index (see `supermerge`)
+    super_ranks: FxHashMap<u64, u64>,
     /// per token: bit 1 = left part of some supermerge, bit 2 = right part (SPEC 7.4's "occurs
     /// in some supermerge"; the bits also skip most pair lookups in `supermerge`)
     super_part: Vec<u8>,
@@ -293,12 +307,15 @@ impl Encoder {
         } else {
             table(&model.merges)?
         };
-        let super_ranks = table(&model.supermerges)?;
         let mut super_part = vec![0u8; model.vocab.len()];
-        for &(l, r) in super_ranks.keys() {
-            super_part[l as usize] |= 1;
-            super_part[r as usize] |= 2;
-        }
+        let super_ranks: FxHashMap<u64, u64> = table(&model.supermerges)?
+            .into_iter()
+            .map(|((l, r), (index, merged))| {
+                super_part[l as usize] |= 1;
+                super_part[r as usize] |= 2;
+                (pair_key(l, r), (index as u64) << 32 | merged as u64)
+            })
+            .collect();
         let ngrams = if greedy_split {
             let table = model.ngrams.as_ref().ok_or_else(|| {
                 Error::Value(
@@ -408,43 +425,76 @@ impl Encoder {
         Ok(())
     }
 
-    /// Supermerges on one run of single-token pretokens, smallest index first.
-    fn supermerge(&self, run: &mut Vec<TokenId>) {
+    /// The packed `index << 32 | result` of the supermerge of `(a, b)`, or [`NO_PAIR`].
+    #[inline]
+    fn super_rank(&self, a: TokenId, b: TokenId) -> u64 {
         let part = &self.super_part;
-        let rank = |a: TokenId, b: TokenId| {
-            if part[a as usize] & 1 == 0 || part[b as usize] & 2 == 0 {
-                return None; // no supermerge starts with this left or ends with this right
-            }
-            self.super_ranks.get(&(a, b)).copied()
-        };
-        merge_scan(run, rank, false);
+        if part[a as usize] & 1 == 0 || part[b as usize] & 2 == 0 {
+            return NO_PAIR; // no supermerge starts with this left or ends with this right
+        }
+        self.super_ranks.get(&pair_key(a, b)).copied().unwrap_or(NO_PAIR)
     }
 
-    /// Step 4 on the run so far, then empty it.  Tried and dropped: a per-thread cache of what
-    /// runs became, keyed by their ids (as the pretoken cache): on a 32K BoundlessBPE model and
-    /// 4 MB of Gutenberg its insertions and lookups took 9 % of samples and CPU time did not
-    /// move (runs of common words between punctuation rarely repeat exactly); `supermerge`
-    /// itself is about 15 % of samples there.
-    fn flush(&self, run: &mut Vec<TokenId>, out: &mut Vec<TokenId>) {
-        if run.len() >= 2 {
-            match &self.ngrams {
-                Some((table, prefixes)) => {
-                    let whole = std::mem::take(run);
-                    split_one(&whole, table, prefixes, |piece| {
-                        let mut p = piece.to_vec();
-                        self.supermerge(&mut p);
-                        out.extend_from_slice(&p);
-                    });
-                }
-                None => {
-                    self.supermerge(run);
-                    out.extend_from_slice(run);
-                }
+    /// Supermerges on one run of single-token pretokens, smallest index first, in place;
+    /// returns the run's new length.
+    ///
+    /// Profile (perf, 32K BoundlessBPE trained on 20 MB of Gutenberg, 4 MB encoded): runs
+    /// average about 3 tokens, 84 % of them get at least one supermerge and the bits of
+    /// `super_part` let 91 % of pairs through to the table, so skipping runs without a pair
+    /// saves little; the cost was the general scan's overhead around the lookups (its kept
+    /// ranks built by an iterator, a second vector of flags, the run copied out).  Runs of
+    /// up to [`SMALL_RUN`] tokens therefore use a scan of their own: packed ranks on the
+    /// stack (the minimum is a plain `u64` minimum), the new tokens as a bit mask, a run of
+    /// two as one lookup.  Longer runs (rare in prose) take the general scan.
+    fn supermerge(&self, run: &mut [TokenId]) -> usize {
+        let n = run.len();
+        if n == 2 {
+            let r = self.super_rank(run[0], run[1]);
+            if r == NO_PAIR {
+                return 2;
             }
-        } else {
-            out.extend_from_slice(run);
+            run[0] = r as TokenId;
+            return 1;
         }
-        run.clear();
+        if n > SMALL_RUN {
+            let mut tokens = run.to_vec();
+            merge_scan(
+                &mut tokens,
+                |a, b| {
+                    let r = self.super_rank(a, b);
+                    (r != NO_PAIR).then_some(((r >> 32) as u32, r as TokenId))
+                },
+                false,
+            );
+            run[..tokens.len()].copy_from_slice(&tokens);
+            return tokens.len();
+        }
+        merge_small(run, |a, b| self.super_rank(a, b))
+    }
+
+    /// Step 4 on the run `out[start..]`, in place.  Tried and dropped: a per-thread cache of
+    /// what runs became, keyed by their ids (as the pretoken cache): on a 32K BoundlessBPE
+    /// model and 4 MB of Gutenberg its insertions and lookups took 9 % of samples and CPU
+    /// time did not move (runs of common words between punctuation rarely repeat exactly);
+    /// `supermerge` itself is about 15 % of samples there.
+    fn flush(&self, out: &mut Vec<TokenId>, start: usize) {
+        if out.len() - start < 2 {
+            return;
+        }
+        match &self.ngrams {
+            Some((table, prefixes)) => {
+                let whole = out.split_off(start);
+                split_one(&whole, table, prefixes, |piece| {
+                    let mut p = piece.to_vec();
+                    let len = self.supermerge(&mut p);
+                    out.extend_from_slice(&p[..len]);
+                });
+            }
+            None => {
+                let len = self.supermerge(&mut out[start..]);
+                out.truncate(start + len);
+            }
+        }
     }
 
     fn encode_into(&self, text: &str, shortcut: bool, out: &mut Vec<TokenId>) -> Result<()> {
@@ -464,7 +514,8 @@ impl Encoder {
         mut table: Option<&mut Table>,
         out: &mut Vec<TokenId>,
     ) -> Result<()> {
-        let mut run: Vec<TokenId> = Vec::new();
+        // the current run of single tokens that occur in supermerges is `out[run..]`
+        let mut run = out.len();
         let mut piece_tokens: Vec<TokenId> = Vec::new();
         let mut failed: Option<Error> = None;
         self.pretokenizer.for_each(text, |piece| {
@@ -474,12 +525,11 @@ impl Encoder {
             let raw = piece.as_bytes();
             if let Some(&id) = self.shortcut.get(&Lookup(raw)).filter(|_| shortcut) {
                 // the common case, without the buffer
-                if self.super_part[id as usize] != 0 {
-                    run.push(id);
+                if self.super_part[id as usize] == 0 {
+                    self.flush(out, run);
+                    out.push(id);
+                    run = out.len();
                 } else {
-                    if !run.is_empty() {
-                        self.flush(&mut run, out);
-                    }
                     out.push(id);
                 }
                 return;
@@ -497,16 +547,17 @@ impl Encoder {
                 }
             }
             if piece_tokens.len() == 1 && self.super_part[piece_tokens[0] as usize] != 0 {
-                run.push(piece_tokens[0]);
+                out.push(piece_tokens[0]);
             } else {
-                self.flush(&mut run, out);
+                self.flush(out, run);
                 out.extend_from_slice(&piece_tokens);
+                run = out.len();
             }
         })?;
         if let Some(e) = failed {
             return Err(e);
         }
-        self.flush(&mut run, out);
+        self.flush(out, run);
         Ok(())
     }
 
@@ -642,6 +693,57 @@ pub fn merge_by_rank(
     while i < n {
         out.push(token[i]);
         i = next[i];
+    }
+}
+
+/// Supermerges on a run of at most [`SMALL_RUN`] tokens, in place; returns its new length.
+/// `rank(a, b)` is the packed `index << 32 | result` of the pair or [`NO_PAIR`].  The same
+/// steps as [`merge_scan`] without a floor: repeatedly the smallest index, at all its
+/// non-overlapping positions left to right, and only pairs next to a new token looked up
+/// again.
+fn merge_small(run: &mut [TokenId], rank: impl Fn(TokenId, TokenId) -> u64) -> usize {
+    let n = run.len();
+    debug_assert!(n <= SMALL_RUN);
+    if n < 2 {
+        return n;
+    }
+    // ranks[i]: the pair (run[i], run[i + 1])
+    let mut ranks = [NO_PAIR; SMALL_RUN];
+    for i in 0..n - 1 {
+        ranks[i] = rank(run[i], run[i + 1]);
+    }
+    let mut len = n;
+    loop {
+        let best = ranks[..len - 1].iter().copied().min().unwrap_or(NO_PAIR);
+        if best == NO_PAIR {
+            return len;
+        }
+        let merged = best as TokenId; // the low half
+        let mut fresh: u64 = 0; // bit j: run[j] was just made
+        let (mut read, mut write) = (0, 0);
+        while read < len {
+            if read + 1 < len && ranks[read] == best {
+                run[write] = merged;
+                fresh |= 1 << write;
+                read += 2;
+            } else {
+                run[write] = run[read];
+                if read + 1 < len {
+                    ranks[write] = ranks[read]; // still right unless the next token is new
+                }
+                read += 1;
+            }
+            write += 1;
+        }
+        len = write;
+        if len < 2 {
+            return len;
+        }
+        for j in 0..len - 1 {
+            if fresh >> j & 3 != 0 {
+                ranks[j] = rank(run[j], run[j + 1]);
+            }
+        }
     }
 }
 
@@ -882,7 +984,8 @@ mod tests {
         }
     }
 
-    /// [`merge_scan`] against the plain scan (every pair looked up after every merge).
+    /// [`merge_scan`] (and [`merge_small`], the supermerges' scan) against the plain scan
+    /// (every pair looked up after every merge).
     #[test]
     fn the_kept_ranks_scan_merges_like_the_plain_scan() {
         let mut rng = crate::XorShift(0x0BAD_5EED_1234_5678);
@@ -918,6 +1021,16 @@ mod tests {
             let mut kept = start.clone();
             merge_scan(&mut kept, |a, b| table.get(&(a, b)).copied(), ascending);
             assert_eq!(plain, kept, "{start:?} {table:?}");
+            if !ascending && len <= SMALL_RUN {
+                let mut small = start.clone();
+                let packed = |a, b| {
+                    table
+                        .get(&(a, b))
+                        .map_or(NO_PAIR, |&(r, m)| (r as u64) << 32 | m as u64)
+                };
+                let n = merge_small(&mut small, packed);
+                assert_eq!(plain, small[..n], "{start:?} {table:?}");
+            }
         }
     }
 
