@@ -4,27 +4,12 @@
 //! threads, in order and backwards.  Also tiktoken-style rank encoders (a golden BPE model's
 //! ranks), whose cache is compared with no cache.
 
-use std::path::PathBuf;
+mod common;
 
+use common::{golden, texts};
 use superword::encode::{Encode, Encoder};
 use superword::model::v2;
 use superword::ranks::{self, RankEncoder, RankModel};
-
-fn golden() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/golden")
-}
-
-fn texts(corpus: &str) -> Vec<String> {
-    std::fs::read_to_string(golden().join(corpus))
-        .unwrap()
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).unwrap();
-            v["text"].as_str().unwrap().to_string()
-        })
-        .collect()
-}
 
 /// Cache sizes: off, emptied at every insertion, every few, and the default.
 const CAPACITIES: [Option<usize>; 4] = [Some(0), Some(1), Some(3), None];

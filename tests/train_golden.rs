@@ -2,18 +2,15 @@
 //! and compare the models and their encodings, byte for byte, with the paper's
 //! implementation (`tests/data/golden/`, see its README for each folder's settings).
 
-use std::path::PathBuf;
+mod common;
 
+use common::{golden, texts};
 use superword::encode::Encoder;
 use superword::input::Files;
 use superword::model::v2;
 use superword::pretokenize::{DEFAULT_SCRIPTS, GPT4O, SCRIPT_SPECIFIC_GPT4O};
 use superword::train::bpe::Picky;
 use superword::train::{train, Config, Silent};
-
-fn golden() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/golden")
-}
 
 /// A golden folder's settings (see its README).
 #[derive(Clone, Copy)]
@@ -89,15 +86,7 @@ fn check_folder(f: Folder) {
     let dir = golden().join(folder);
     let boundless = v2::read(dir.join("boundless.model").to_str().unwrap()).unwrap();
     let m = boundless.supermerges.len();
-    let texts: Vec<String> = std::fs::read_to_string(golden().join(corpus))
-        .unwrap()
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).unwrap();
-            v["text"].as_str().unwrap().to_string()
-        })
-        .collect();
+    let texts = texts(corpus);
     for name in ["word", "boundless", "super"] {
         let expected = std::fs::read_to_string(dir.join(format!("{name}.model"))).unwrap();
         let trained = train_like_golden(f, name, m);

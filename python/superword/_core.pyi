@@ -128,14 +128,19 @@ class Counts:
 def merge_counts(tables: list[Counts], names: list[str]) -> Counts:
     """The sum of count tables (`names` name them in errors)."""
 
-def count_files(paths: list[str], *, text_field: str, pattern: str, script_pattern: str | None,
-                scripts: list[str] | None, runs: bool, threads: int | None,
-                progress: Callable[[str, int, int], object] | None) -> Counts:
+class _CountOptions(TypedDict):
+    """The options of `superword.count` after its checks."""
+    pattern: str
+    script_pattern: str | None
+    scripts: list[str] | None
+    runs: bool
+    threads: int | None
+    progress: Callable[[str, int, int], object] | None
+
+def count_files(paths: list[str], text_field: str, options: _CountOptions) -> Counts:
     """Count .txt / .jsonl (optionally .gz) files read by the core."""
 
-def count_iter(documents: Iterable[str], *, pattern: str, script_pattern: str | None,
-               scripts: list[str] | None, runs: bool, threads: int | None,
-               progress: Callable[[str, int, int], object] | None) -> Counts:
+def count_iter(documents: Iterable[str], options: _CountOptions) -> Counts:
     """Count an iterable of documents, read in batches."""
 
 def train_counts(counts: Counts, *, vocab_size: int, algorithm: str, supermerges: int | None,

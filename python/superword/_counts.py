@@ -234,8 +234,8 @@ def count_local(paths: list[str] | None, documents: Iterable[Any] | None, *, pat
         options = dict(pattern=pattern, script_pattern=script_pattern, scripts=scripts, runs=runs,
                        threads=threads, progress=progress)
         if paths is not None:
-            return Counts(core.count_files(paths, text_field=text_field, **options), backend)
-        return Counts(core.count_iter(documents, **options), backend)
+            return Counts(core.count_files(paths, text_field, options), backend)
+        return Counts(core.count_iter(documents, options), backend)
     pretokenizer = _pretok.Pretokenizer(pattern, script_pattern, scripts)
     report = progress or (lambda stage, done, total: None)
     counts = _ref_count.count_documents(_inputs.documents_of(paths, documents, text_field), pretokenizer,

@@ -141,18 +141,35 @@ pub(crate) fn merge_counts(
     Ok(PyCounts::new(merged))
 }
 
+/// What to count with: the arguments of `superword.count` after its checks.
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+pub(crate) struct CountOptions {
+    pattern: String,
+    script_pattern: Option<String>,
+    scripts: Option<Vec<String>>,
+    runs: bool,
+    threads: Option<usize>,
+    progress: Option<Py<PyAny>>,
+}
+
 /// Stage 1 alone on `threads` workers, with the GIL released.
 fn count(
     py: Python<'_>,
+    options: CountOptions,
     documents: impl FnOnce(&Arc<PyControl>) -> Box<dyn Documents> + Send + 'static,
-    settings: (&str, Option<String>, Option<Vec<String>>, bool),
-    threads: Option<usize>,
-    progress: Option<Py<PyAny>>,
 ) -> PyResult<PyCounts> {
-    let (pattern, script_pattern, scripts, runs) = settings;
-    let pretokenizer = Pretokenizer::new(pattern, script_pattern.as_deref(), scripts.as_deref())?;
+    let CountOptions {
+        pattern,
+        script_pattern,
+        scripts,
+        runs,
+        threads,
+        progress,
+    } = options;
+    let pretokenizer = Pretokenizer::new(&pattern, script_pattern.as_deref(), scripts.as_deref())?;
     let settings = CountSettings {
-        pattern: pattern.to_string(),
+        pattern,
         script_pattern,
         scripts: pretokenizer.scripts.clone(),
         merge_pattern: MERGE_PATTERN.to_string(),
@@ -168,52 +185,24 @@ fn count(
 
 /// Count files (`.txt`, `.jsonl`, optionally `.gz`) read by the Rust core.
 #[pyfunction]
-#[pyo3(signature = (paths, *, text_field, pattern, script_pattern, scripts, runs, threads, progress))]
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn count_files(
     py: Python<'_>,
     paths: Vec<String>,
     text_field: String,
-    pattern: &str,
-    script_pattern: Option<String>,
-    scripts: Option<Vec<String>>,
-    runs: bool,
-    threads: Option<usize>,
-    progress: Option<Py<PyAny>>,
+    options: CountOptions,
 ) -> PyResult<PyCounts> {
-    let settings = (pattern, script_pattern, scripts, runs);
-    count(
-        py,
-        move |control| files(paths, text_field, control),
-        settings,
-        threads,
-        progress,
-    )
+    count(py, options, move |control| files(paths, text_field, control))
 }
 
 /// Count a Python iterator of `str` documents, read in batches.
 #[pyfunction]
-#[pyo3(signature = (documents, *, pattern, script_pattern, scripts, runs, threads, progress))]
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn count_iter(
     py: Python<'_>,
     documents: Bound<'_, PyAny>,
-    pattern: &str,
-    script_pattern: Option<String>,
-    scripts: Option<Vec<String>>,
-    runs: bool,
-    threads: Option<usize>,
-    progress: Option<Py<PyAny>>,
+    options: CountOptions,
 ) -> PyResult<PyCounts> {
     let iter = PyIterator::from_object(&documents)?.unbind();
-    let settings = (pattern, script_pattern, scripts, runs);
-    count(
-        py,
-        move |control| iterated(iter, control),
-        settings,
-        threads,
-        progress,
-    )
+    count(py, options, move |control| iterated(iter, control))
 }
 
 /// Train on counts: stages 2 to 4 with the counts' pre-tokenization settings.

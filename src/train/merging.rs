@@ -234,6 +234,14 @@ struct Seq {
     whole: bool,
 }
 
+impl Seq {
+    /// Where the sequence's tokens are in the arena.
+    #[inline]
+    fn range(&self) -> std::ops::Range<usize> {
+        self.start..self.start + self.len as usize
+    }
+}
+
 /// What PickyBPE deletions need (SPEC 9): how often each token occurs, weighted, and which
 /// sequences may hold it (stale entries are allowed).
 struct TokenTracking {
@@ -467,19 +475,11 @@ impl MergeState {
             .into_par_iter()
             .map(|k| {
                 let mut map: FxHashMap<Pair, PairInfo> = FxHashMap::default();
-                for (
-                    i,
-                    &Seq {
-                        start,
-                        len,
-                        weight: w,
-                        ..
-                    },
-                ) in spans.iter().enumerate()
-                {
+                for (i, span) in spans.iter().enumerate() {
+                    let w = span.weight;
                     let seq = match long.get(&(i as u32)) {
                         Some(l) => l.untouched().expect("no merge yet"),
-                        None => &data[start..start + len as usize],
+                        None => &data[span.range()],
                     };
                     count_pairs(seq, |p| {
                         if shard_of(p, n_shards) == k {
@@ -527,17 +527,9 @@ impl MergeState {
         }
         let mut counts = vec![0u64; n_tokens];
         let mut holders: Vec<Vec<u32>> = vec![Vec::new(); n_tokens];
-        for (
-            i,
-            &Seq {
-                start,
-                len,
-                weight: w,
-                ..
-            },
-        ) in self.seqs.iter().enumerate()
-        {
-            for &t in &self.data[start..start + len as usize] {
+        for (i, seq) in self.seqs.iter().enumerate() {
+            let w = seq.weight;
+            for &t in &self.data[seq.range()] {
                 counts[t as usize] += w;
                 let h = &mut holders[t as usize];
                 if h.last() != Some(&(i as u32)) {
@@ -571,13 +563,8 @@ impl MergeState {
         let mut removed = 0u64;
         let mut after: Vec<TokenId> = Vec::new();
         for index in indices {
-            let Seq {
-                start,
-                len,
-                weight: w,
-                ..
-            } = self.seqs[index as usize];
-            let before = &self.data[start..start + len as usize];
+            let seq = &self.seqs[index as usize];
+            let (w, before) = (seq.weight, &self.data[seq.range()]);
             let n = before.iter().filter(|&&t| t == token).count();
             if n == 0 {
                 continue; // stale holder entry
@@ -789,19 +776,11 @@ impl MergeState {
     /// How often each token id occurs in the sequences, weighted (SPEC 8 `count`).
     pub fn token_counts(&self, n_tokens: usize) -> Vec<u64> {
         let mut counts = vec![0u64; n_tokens];
-        for (
-            i,
-            &Seq {
-                start,
-                len,
-                weight: w,
-                ..
-            },
-        ) in self.seqs.iter().enumerate()
-        {
+        for (i, seq) in self.seqs.iter().enumerate() {
+            let w = seq.weight;
             match self.long.get(&(i as u32)) {
-                Some(seq) => seq.tokens().for_each(|t| counts[t as usize] += w),
-                None => self.data[start..start + len as usize]
+                Some(long) => long.tokens().for_each(|t| counts[t as usize] += w),
+                None => self.data[seq.range()]
                     .iter()
                     .for_each(|&t| counts[t as usize] += w),
             }
