@@ -108,6 +108,7 @@ pub fn count_documents(
     control: &dyn Control,
 ) -> Result<Counts> {
     let mut counter = Counter::new(pretokenizer, with_runs, pool.current_num_threads());
+    documents.read_ahead(pool.current_num_threads() > 1);
     documents.for_each_batch(&mut |docs| {
         pool.install(|| counter.add_batch(docs))?;
         control.progress("count", counter.documents(), 0)
