@@ -517,17 +517,33 @@ fn rewrite_group(
 
 impl MergeState {
     /// `seqs`: the sequences, each with its weight; all whole.
-    pub fn new<'s>(seqs: impl IntoIterator<Item = (&'s [TokenId], u64)>, vocab: &Vocab) -> MergeState {
+    pub fn new<'s, I>(seqs: I, vocab: &Vocab) -> MergeState
+    where
+        I: IntoIterator<Item = (&'s [TokenId], u64)>,
+        I::IntoIter: Clone,
+    {
         Self::with_wholeness(seqs.into_iter().map(|(s, w)| (s, w, true)), vocab)
     }
 
     /// `seqs`: the sequences, each with its weight and whether it is whole (see `whole`).
-    pub fn with_wholeness<'s>(
-        seqs: impl IntoIterator<Item = (&'s [TokenId], u64, bool)>,
-        vocab: &Vocab,
-    ) -> MergeState {
-        let mut data = Vec::new();
-        let mut spans: Vec<Seq> = Vec::new();
+    /// (`seqs` is read twice: the arena and the spans are allocated at their final size, not
+    /// grown by doubling, which held the old and the new arena at once while phase 2 began,
+    /// near the peak memory of a BoundlessBPE training.)
+    pub fn with_wholeness<'s, I>(seqs: I, vocab: &Vocab) -> MergeState
+    where
+        I: IntoIterator<Item = (&'s [TokenId], u64, bool)>,
+        I::IntoIter: Clone,
+    {
+        let seqs = seqs.into_iter();
+        let (mut n, mut tokens) = (0, 0);
+        for (seq, _, _) in seqs.clone() {
+            n += 1;
+            if seq.len() <= LONG_SEQUENCE {
+                tokens += seq.len();
+            }
+        }
+        let mut data = Vec::with_capacity(tokens);
+        let mut spans: Vec<Seq> = Vec::with_capacity(n);
         let mut long = FxHashMap::default();
         for (seq, w, is_whole) in seqs {
             if seq.len() > LONG_SEQUENCE {
@@ -945,5 +961,42 @@ mod tests {
             ("zzq".into(), 2),
         ];
         assert_eq!(chosen, expect);
+    }
+
+    #[test]
+    fn merging_to_the_end_matches_recounting_every_step() {
+        // many pairs counted once and some repeats: every merge, down to the last pair, must
+        // be the one a full recount picks
+        let mut rng = crate::XorShift(0x9E37_79B9_7F4A_7C15);
+        let mut words: Vec<(Vec<TokenId>, u64)> = (0..300)
+            .map(|_| {
+                let len = 1 + rng.below(9) as usize;
+                let w: Vec<u8> = (0..len).map(|_| b"aabcdefgh"[rng.below(9) as usize]).collect();
+                (ids(&w), if rng.below(4) == 0 { 1 + rng.below(5) } else { 1 })
+            })
+            .collect();
+        let mut vocab = Vocab::base();
+        let mut state = MergeState::new(words.iter().map(|(s, w)| (s.as_slice(), *w)), &vocab);
+        let mut merges = 0;
+        loop {
+            let mut counts: FxHashMap<Pair, u64> = FxHashMap::default();
+            for (w, c) in &words {
+                count_pairs(w, |p| *counts.entry(p).or_insert(0) += c);
+            }
+            let expected = counts.iter().map(|(&p, &c)| (c, p)).min_by(|a, b| {
+                b.0.cmp(&a.0)
+                    .then_with(|| vocab.bytes(a.1 .0).cmp(vocab.bytes(b.1 .0)))
+                    .then_with(|| vocab.bytes(a.1 .1).cmp(vocab.bytes(b.1 .1)))
+            });
+            let chosen = state.best(&vocab);
+            assert_eq!(chosen, expected.map(|(c, p)| (p, c)), "merge {merges}");
+            let Some((pair, count)) = chosen else { break };
+            let (_, id) = state.merge_pair(&mut vocab, pair, count);
+            for (w, _) in &mut words {
+                apply_merge(w, pair, id);
+            }
+            merges += 1;
+        }
+        assert!(merges > 100, "{merges} merges");
     }
 }

@@ -254,6 +254,7 @@ fn train_counted(counts: Counts, config: &Config, control: &dyn Control, stats: 
                 .map(|id| word.order[id as usize])
         })
         .collect();
+    drop(encoder);
     drop(words);
     // phase 2 of BoundlessBPE cuts the candidates at pairs that count no more than any
     // regular merge (see boundless.rs); without the greedy split, straight from the runs.
