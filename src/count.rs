@@ -108,13 +108,14 @@ pub fn count_documents(
     control: &dyn Control,
 ) -> Result<Counts> {
     let mut counter = Counter::new(pretokenizer, with_runs, pool.current_num_threads());
+    documents.read_ahead(pool.current_num_threads() > 1);
     documents.for_each_batch(&mut |docs| {
         pool.install(|| counter.add_batch(docs))?;
         control.progress("count", counter.documents(), 0)
     })?;
     let n = counter.documents();
     control.progress("count", n, n)?;
-    Ok(counter.finish())
+    Ok(pool.install(|| counter.finish()))
 }
 
 /// Counts documents batch by batch.  Each of the `workers` tables always takes the same share
@@ -173,35 +174,61 @@ impl<'a> Counter<'a> {
         self.documents
     }
 
+    /// Merge the tables into one list of words.  The first table's ids stay (its keys
+    /// become the first words, in id order, without rehashing); every later table's keys are
+    /// looked up in it in parallel, and only the keys it lacks get new ids (added to the table
+    /// for the next one, except after the last).  With two threads the final merge was a
+    /// serial tail of 0.15-0.2 s on 100 MB of Gutenberg text (4-5% of a BPE training).
     pub fn finish(self) -> Counts {
-        let mut index = KeyMap::default();
-        let mut words: Vec<(Box<str>, u64)> = Vec::new();
-        let mut runs = Vec::with_capacity(self.tables.len());
-        let mut pretokens = 0;
-        for t in self.tables {
+        let mut tables = self.tables.into_iter();
+        let first = tables.next().expect("a counter has at least one table");
+        let Table {
+            ids: mut index,
+            counts,
+            pretokens: mut total,
+            runs: first_runs,
+            ..
+        } = first;
+        let mut words: Vec<(Box<str>, u64)> = vec![(Box::from(""), 0); counts.len()];
+        for (key, &id) in index.iter() {
+            words[id as usize] = (key.to_boxed_str(), counts[id as usize]);
+        }
+        let mut runs: Runs = vec![((0..counts.len() as u32).collect(), first_runs)];
+        drop(counts);
+        let mut rest = tables.peekable();
+        while let Some(t) = rest.next() {
+            let keys: Vec<(Key, u32)> = t.ids.into_iter().collect();
+            // the ids the keys have so far (`u32::MAX`: not seen yet), found in parallel
+            let found: Vec<u32> = keys
+                .par_iter()
+                .with_min_len(4096)
+                .map(|(key, _)| index.get(&Lookup(key.as_bytes())).copied().unwrap_or(u32::MAX))
+                .collect();
+            let last = rest.peek().is_none();
             let mut remap = vec![0u32; t.counts.len()];
-            for (key, id) in t.ids {
+            for ((key, id), g) in keys.into_iter().zip(found) {
                 let count = t.counts[id as usize];
-                let global = match index.get(&Lookup(key.as_bytes())) {
-                    Some(&g) => g,
-                    None => {
-                        let g = words.len() as u32;
-                        index.insert(key.clone(), g);
-                        words.push((key.to_boxed_str(), 0));
-                        g
+                let g = if g != u32::MAX {
+                    words[g as usize].1 += count;
+                    g
+                } else {
+                    let g = words.len() as u32;
+                    words.push((key.to_boxed_str(), count));
+                    if !last {
+                        index.insert(key, g);
                     }
+                    g
                 };
-                words[global as usize].1 += count;
-                remap[id as usize] = global;
+                remap[id as usize] = g;
             }
-            pretokens += t.pretokens;
+            total += t.pretokens;
             runs.push((remap, t.runs));
         }
         Counts {
             words,
             runs,
             documents: self.documents,
-            pretokens,
+            pretokens: total,
         }
     }
 }

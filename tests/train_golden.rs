@@ -67,6 +67,7 @@ fn train_like_golden(f: Folder, name: &str, m: usize) -> String {
         paths: vec![golden().join(corpus).to_str().unwrap().to_string()],
         text_field: "text".into(),
         stop: None,
+        read_ahead: false,
     };
     let mut stats = Vec::new();
     let pool = rayon::ThreadPoolBuilder::new().build().unwrap();

@@ -139,6 +139,7 @@ fn files(paths: Vec<String>, text_field: String, control: &Arc<PyControl>) -> Bo
         paths,
         text_field,
         stop,
+        read_ahead: false,
     })
 }
 

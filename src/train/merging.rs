@@ -278,12 +278,46 @@ fn shard_of(p: Pair, shards: usize) -> usize {
     (h >> 40) as usize % shards
 }
 
+/// No note (the end of a list of [`Note`]s).
+const NO_NOTE: u32 = u32::MAX;
+
+/// How a pair's count changes in one merge, and the first and last of the sequences it was
+/// made in (a list of [`Note`]s; `NO_NOTE` when it was not made).
+#[derive(Clone, Copy)]
+struct Change {
+    delta: i64,
+    first: u32,
+    last: u32,
+}
+
+impl Default for Change {
+    fn default() -> Change {
+        Change {
+            delta: 0,
+            first: NO_NOTE,
+            last: NO_NOTE,
+        }
+    }
+}
+
+/// A sequence in which a pair was made, and the next note of the same pair.
+#[derive(Clone, Copy)]
+struct Note {
+    seq: u32,
+    next: u32,
+}
+
 /// What rewriting one group of sequences changed.
+///
+/// The sequences where a new pair appears are kept with the pair's count change, so that
+/// [`MergeState::merge`] finds each changed pair's entry in the pair table once, for both.
+/// (They used to be a list of (pair, sequence) noted apart, a second look-up in the big
+/// table per occurrence; that was about a fifth of phase 2.)
 #[derive(Default)]
 struct GroupChanges {
-    delta: FxHashMap<Pair, i64>,
-    /// new pairs holding the merged token, with the sequence they are in
-    notes: Vec<(Pair, u32)>,
+    delta: FxHashMap<Pair, Change>,
+    /// the sequences where new pairs holding the merged token appear, linked per pair
+    notes: Vec<Note>,
     /// new lengths of the rewritten sequences
     lengths: Vec<(u32, u32)>,
     became_single: bool,
@@ -296,18 +330,58 @@ struct GroupChanges {
 }
 
 impl GroupChanges {
+    /// `pair`'s count changes by `d`.
+    #[inline]
+    fn add(&mut self, pair: Pair, d: i64) {
+        self.delta.entry(pair).or_default().delta += d;
+    }
+
+    /// `pair`'s count changes by `d`, and `pair` appears in sequence `seq`.
+    #[inline]
+    fn add_made(&mut self, pair: Pair, d: i64, seq: u32) {
+        let change = self.delta.entry(pair).or_default();
+        change.delta += d;
+        if change.last != NO_NOTE && self.notes[change.last as usize].seq == seq {
+            return; // noted already (several occurrences in one sequence)
+        }
+        let at = self.notes.len() as u32;
+        self.notes.push(Note { seq, next: NO_NOTE });
+        if change.last == NO_NOTE {
+            change.first = at;
+        } else {
+            self.notes[change.last as usize].next = at;
+        }
+        change.last = at;
+    }
+
     /// Add another group's changes to these.
     fn absorb(&mut self, other: GroupChanges) {
         self.became_single |= other.became_single;
         self.made += other.made;
         self.lengths.extend(other.lengths);
-        self.notes.extend(other.notes);
         if self.delta.is_empty() {
             self.delta = other.delta;
-        } else {
-            for (p, d) in other.delta {
-                *self.delta.entry(p).or_insert(0) += d;
+            self.notes = other.notes;
+            return;
+        }
+        let offset = self.notes.len() as u32;
+        let moved = |i: u32| if i == NO_NOTE { NO_NOTE } else { i + offset };
+        self.notes.extend(other.notes.iter().map(|n| Note {
+            seq: n.seq,
+            next: moved(n.next),
+        }));
+        for (p, c) in other.delta {
+            let mine = self.delta.entry(p).or_default();
+            mine.delta += c.delta;
+            if c.first == NO_NOTE {
+                continue;
             }
+            if mine.last == NO_NOTE {
+                mine.first = moved(c.first);
+            } else {
+                self.notes[mine.last as usize].next = moved(c.first);
+            }
+            mine.last = moved(c.last);
         }
     }
 
@@ -404,9 +478,8 @@ fn rewrite_group(
             }
         }
         // 3. the old windows' pairs go, the merged sequence is built
-        let delta = &mut out.delta;
         for &(lo, hi) in &windows {
-            count_pairs(&seq[lo..hi], |p| *delta.entry(p).or_insert(0) -= w);
+            count_pairs(&seq[lo..hi], |p| out.add(p, -w));
         }
         new_seq.clear();
         let mut next = 0;
@@ -417,7 +490,6 @@ fn rewrite_group(
         }
         new_seq.extend_from_slice(&seq[next..]);
         // 4. the new windows' pairs come (positions shift by one per earlier occurrence)
-        let notes = &mut out.notes;
         let mut before = 0; // occurrences left of the current window
         for &(lo, hi) in &windows {
             while before < occurrences.len() && occurrences[before] < lo {
@@ -426,9 +498,10 @@ fn rewrite_group(
             let inside = occurrences[before..].iter().take_while(|&&i| i < hi).count();
             let (nlo, nhi) = (lo - before, hi - before - inside);
             count_pairs(&new_seq[nlo..nhi], |p| {
-                *delta.entry(p).or_insert(0) += w;
                 if p.0 == merged || p.1 == merged {
-                    notes.push((p, index));
+                    out.add_made(p, w, index);
+                } else {
+                    out.add(p, w);
                 }
             });
             before += inside;
@@ -444,17 +517,33 @@ fn rewrite_group(
 
 impl MergeState {
     /// `seqs`: the sequences, each with its weight; all whole.
-    pub fn new<'s>(seqs: impl IntoIterator<Item = (&'s [TokenId], u64)>, vocab: &Vocab) -> MergeState {
+    pub fn new<'s, I>(seqs: I, vocab: &Vocab) -> MergeState
+    where
+        I: IntoIterator<Item = (&'s [TokenId], u64)>,
+        I::IntoIter: Clone,
+    {
         Self::with_wholeness(seqs.into_iter().map(|(s, w)| (s, w, true)), vocab)
     }
 
     /// `seqs`: the sequences, each with its weight and whether it is whole (see `whole`).
-    pub fn with_wholeness<'s>(
-        seqs: impl IntoIterator<Item = (&'s [TokenId], u64, bool)>,
-        vocab: &Vocab,
-    ) -> MergeState {
-        let mut data = Vec::new();
-        let mut spans: Vec<Seq> = Vec::new();
+    /// (`seqs` is read twice: the arena and the spans are allocated at their final size, not
+    /// grown by doubling, which held the old and the new arena at once while phase 2 began,
+    /// near the peak memory of a BoundlessBPE training.)
+    pub fn with_wholeness<'s, I>(seqs: I, vocab: &Vocab) -> MergeState
+    where
+        I: IntoIterator<Item = (&'s [TokenId], u64, bool)>,
+        I::IntoIter: Clone,
+    {
+        let seqs = seqs.into_iter();
+        let (mut n, mut tokens) = (0, 0);
+        for (seq, _, _) in seqs.clone() {
+            n += 1;
+            if seq.len() <= LONG_SEQUENCE {
+                tokens += seq.len();
+            }
+        }
+        let mut data = Vec::with_capacity(tokens);
+        let mut spans: Vec<Seq> = Vec::with_capacity(n);
         let mut long = FxHashMap::default();
         for (seq, w, is_whole) in seqs {
             if seq.len() > LONG_SEQUENCE {
@@ -631,6 +720,42 @@ impl MergeState {
         }
     }
 
+    /// [`Self::apply_delta`] for a merge's changes, which also note where new pairs are.
+    fn apply_changes(&mut self, changes: &mut GroupChanges, vocab: &Vocab) {
+        let n = self.shards.len();
+        let notes = &changes.notes;
+        let note_all = |info: &mut PairInfo, mut at: u32| {
+            while at != NO_NOTE {
+                info.note(notes[at as usize].seq);
+                at = notes[at as usize].next;
+            }
+        };
+        for (p, c) in changes.delta.drain() {
+            let shard = &mut self.shards[shard_of(p, n)];
+            if c.delta == 0 {
+                // (a pair that is not live has no occurrence to note)
+                if c.first != NO_NOTE {
+                    if let Some(info) = shard.get_mut(&p) {
+                        note_all(info, c.first);
+                    }
+                }
+                continue;
+            }
+            let info = shard.entry(p).or_default();
+            let live = info.count as i64 + c.delta;
+            debug_assert!(live >= 0, "pair count below zero");
+            if live <= 0 {
+                shard.remove(&p);
+            } else {
+                info.count = live as u64;
+                note_all(info, c.first);
+                if c.delta > 0 {
+                    self.heap.push(vocab, (live as u64, p));
+                }
+            }
+        }
+    }
+
     #[inline]
     fn info(&self, p: &Pair) -> Option<&PairInfo> {
         self.shards[shard_of(*p, self.shards.len())].get(p)
@@ -670,6 +795,7 @@ impl MergeState {
         // long sequences first, through their position index
         let mut long_changes = GroupChanges::default();
         if !self.long.is_empty() {
+            let (mut delta, mut made) = (FxHashMap::default(), Vec::new());
             indices.retain(|&index| {
                 let Some(seq) = self.long.get_mut(&index) else {
                     return true;
@@ -677,12 +803,18 @@ impl MergeState {
                 let Seq { weight, whole, .. } = self.seqs[index as usize];
                 let w = weight as i64;
                 let out = &mut long_changes;
-                if seq.merge(pair, merged, w, &mut out.delta, |p| out.notes.push((p, index))) {
+                if seq.merge(pair, merged, w, &mut delta, |p| made.push((p, index))) {
                     out.lengths.push((index, seq.len() as u32));
                     out.became_single |= seq.len() == 1 && whole;
                 }
                 false
             });
+            for (p, d) in delta {
+                long_changes.add(p, d);
+            }
+            for (p, index) in made {
+                long_changes.add_made(p, 0, index);
+            }
         }
         if self.relocated {
             // the groups below need sequences in arena order
@@ -746,9 +878,6 @@ impl MergeState {
         for &(index, len) in &changes.lengths {
             self.seqs[index as usize].len = len;
         }
-        for &(p, index) in &changes.notes {
-            self.info_mut(p).note(index);
-        }
         let (became_single, made) = (changes.became_single, changes.made);
         if let Some(tracking) = &mut self.tokens {
             if made > 0 {
@@ -757,7 +886,7 @@ impl MergeState {
                 tracking.counts[pair.1 as usize] -= made;
             }
         }
-        self.apply_delta(&mut changes.delta, vocab);
+        self.apply_changes(&mut changes, vocab);
         changes.reset();
         self.changes = changes;
         became_single
@@ -832,5 +961,42 @@ mod tests {
             ("zzq".into(), 2),
         ];
         assert_eq!(chosen, expect);
+    }
+
+    #[test]
+    fn merging_to_the_end_matches_recounting_every_step() {
+        // many pairs counted once and some repeats: every merge, down to the last pair, must
+        // be the one a full recount picks
+        let mut rng = crate::XorShift(0x9E37_79B9_7F4A_7C15);
+        let mut words: Vec<(Vec<TokenId>, u64)> = (0..300)
+            .map(|_| {
+                let len = 1 + rng.below(9) as usize;
+                let w: Vec<u8> = (0..len).map(|_| b"aabcdefgh"[rng.below(9) as usize]).collect();
+                (ids(&w), if rng.below(4) == 0 { 1 + rng.below(5) } else { 1 })
+            })
+            .collect();
+        let mut vocab = Vocab::base();
+        let mut state = MergeState::new(words.iter().map(|(s, w)| (s.as_slice(), *w)), &vocab);
+        let mut merges = 0;
+        loop {
+            let mut counts: FxHashMap<Pair, u64> = FxHashMap::default();
+            for (w, c) in &words {
+                count_pairs(w, |p| *counts.entry(p).or_insert(0) += c);
+            }
+            let expected = counts.iter().map(|(&p, &c)| (c, p)).min_by(|a, b| {
+                b.0.cmp(&a.0)
+                    .then_with(|| vocab.bytes(a.1 .0).cmp(vocab.bytes(b.1 .0)))
+                    .then_with(|| vocab.bytes(a.1 .1).cmp(vocab.bytes(b.1 .1)))
+            });
+            let chosen = state.best(&vocab);
+            assert_eq!(chosen, expected.map(|(c, p)| (p, c)), "merge {merges}");
+            let Some((pair, count)) = chosen else { break };
+            let (_, id) = state.merge_pair(&mut vocab, pair, count);
+            for (w, _) in &mut words {
+                apply_merge(w, pair, id);
+            }
+            merges += 1;
+        }
+        assert!(merges > 100, "{merges} merges");
     }
 }

@@ -17,6 +17,22 @@
 //! vocabulary 5,000) half the time is phase 1's merge loop, a tenth counting, 5% building the
 //! encoder's reachable set (once for the word model in stage 3, once for the final model:
 //! different models, so nothing is built twice), and under 2% the Python side of `train`.
+//!
+//! Round 3 (issue 12), what keeps two threads from halving a BPE training (100 MB, 32,768,
+//! each stage timed at 1 and 2 threads on a shared machine): counting is the parallel part
+//! (2.1-2.8 s on one thread); around it ran serially the reading of each block on the
+//! calling thread (0.07-0.28 s, now overlapped, see `input.rs`) and the final merge of the
+//! worker tables (0.14-0.2 s, now 0.02-0.04 s, see `Counter::finish`).  Phase 1 (0.6-1.0 s)
+//! is serial by nature: of its ~32,500 merges only about 100 touch enough words to be
+//! rewritten in parallel (0.15-0.2 s of the loop); the rest touch a few words each, and
+//! their cost is hash look-ups in the pair table (fewer now, see `GroupChanges`).  So even
+//! perfectly shared counting bounds the gain of the second core near 1.6x.  For a small
+//! training (taylorswift.txt, 5,000) the Python side is under 1 ms of about 30; building the
+//! final model's encoder after training (`Tokenizer::new`) 4-6 ms; fresh memory zeroed by the
+//! kernel (huge pages) about a tenth of the samples.  Tried and dropped, no measurable gain:
+//! sorting words by count before phase 1 (arena locality), counting a run without boxing it
+//! first, and leaving pairs counted once out of the heap (phase 2's heap holds only ~37,000
+//! pairs at 100 MB/32,768: the cut candidates keep few).
 
 pub mod boundless;
 pub mod bpe;
@@ -254,6 +270,7 @@ fn train_counted(counts: Counts, config: &Config, control: &dyn Control, stats: 
                 .map(|id| word.order[id as usize])
         })
         .collect();
+    drop(encoder);
     drop(words);
     // phase 2 of BoundlessBPE cuts the candidates at pairs that count no more than any
     // regular merge (see boundless.rs); without the greedy split, straight from the runs.
