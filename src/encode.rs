@@ -14,7 +14,7 @@ use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::error::{Error, Result};
-use crate::key::{Key, KeyMap, Lookup};
+use crate::key::{FrozenMap, Probe};
 use crate::model::Model;
 use crate::pretokenize::Pretokenizer;
 use crate::tokens::TokenId;
@@ -41,6 +41,18 @@ fn pair_key(a: TokenId, b: TokenId) -> u64 {
     (a as u64) << 32 | b as u64
 }
 
+/// Pretokens looked up together (see `Encoder::encode_pieces`).
+const BLOCK: usize = 16;
+
+/// What `Encoder::encode_block` carries from one block to the next.
+struct Pieces {
+    /// the current run of single tokens that occur in supermerges is `out[run..]`
+    run: usize,
+    /// a pretoken's tokens after the merges
+    tokens: Vec<TokenId>,
+    failed: Option<Error>,
+}
+
 /// The greedy-split n-gram table and the prefixes of its n-grams.
 type NgramTables = (FxHashSet<Box<[TokenId]>>, FxHashSet<Box<[TokenId]>>);
 
@@ -58,13 +70,11 @@ pub struct Encoder {
     /// in some supermerge"; the bits also skip most pair lookups in `supermerge`)
     super_part: Vec<u8>,
     reachable: Vec<bool>,
-    /// reachable tokens by bytes: the shortcut's table (inline keys, see `key.rs`).  A lookup
-    /// is a quarter of a 32K BPE model's encoding samples, mostly two cache misses (the table,
-    /// about 1 MB, exceeds this machine's 512 KB L2): perf annotate puts 60 % of the lookup on
-    /// the loads of its control bytes and its bucket.  Tried and dropped: a direct-mapped
-    /// 128 KB table of the 4,096 smallest-id tokens in front of it; the two lookups together
-    /// took 23 % of samples instead of 25 %, and CPU time did not move beyond the noise.
-    shortcut: KeyMap,
+    /// reachable tokens by bytes: the shortcut's table, one cache line per probe (see
+    /// [`FrozenMap`] for the profile that chose it).  Tried and dropped with the earlier
+    /// two-line table: a direct-mapped 128 KB table of the 4,096 smallest-id tokens in front
+    /// of it (no gain beyond the noise).
+    shortcut: FrozenMap,
     ngrams: Option<NgramTables>,
     /// the merges and deletions of a model with PickyBPE deletions (then `ranks` is unused)
     picky: Option<Picky>,
@@ -345,17 +355,18 @@ impl Encoder {
             super_ranks,
             super_part,
             reachable: vec![false; model.vocab.len()],
-            shortcut: KeyMap::default(),
+            shortcut: FrozenMap::new([]),
             ngrams,
             picky,
             special: model.special_tokens.clone(),
             cache: PieceCache::new(0), // off while `find_reachable` encodes the vocabulary
         };
         enc.reachable = enc.find_reachable(&model.is_super)?;
-        enc.shortcut = (0..enc.vocab.len())
-            .filter(|&i| enc.reachable[i])
-            .map(|i| (Key::from_bytes(&enc.vocab[i]), i as TokenId))
-            .collect();
+        enc.shortcut = FrozenMap::new(
+            (0..enc.vocab.len())
+                .filter(|&i| enc.reachable[i])
+                .map(|i| (enc.vocab[i].as_slice(), i as TokenId)),
+        );
         enc.cache = PieceCache::new(cache::DEFAULT_CAPACITY);
         Ok(enc)
     }
@@ -507,6 +518,12 @@ impl Encoder {
     }
 
     /// Steps 2-4 on `text` (no special tokens in it), with this thread's cache `table` if any.
+    ///
+    /// Pretokens go through in blocks of [`BLOCK`]: first every pretoken's shortcut slot is
+    /// prefetched, then they are looked up and handled in order.  A lookup is one cache line
+    /// that is often not in L2 (the 32K table is 1 MB); one at a time, each pretoken waited
+    /// for its line (perf: about half of a 32K BPE model's encoding samples were that wait,
+    /// on the slot's first load), while a block's loads overlap.
     fn encode_pieces(
         &self,
         text: &str,
@@ -514,51 +531,82 @@ impl Encoder {
         mut table: Option<&mut Table>,
         out: &mut Vec<TokenId>,
     ) -> Result<()> {
-        // the current run of single tokens that occur in supermerges is `out[run..]`
-        let mut run = out.len();
-        let mut piece_tokens: Vec<TokenId> = Vec::new();
-        let mut failed: Option<Error> = None;
+        let mut state = Pieces {
+            run: out.len(),
+            tokens: Vec::new(),
+            failed: None,
+        };
+        let mut block = [""; BLOCK];
+        let mut n = 0;
         self.pretokenizer.for_each(text, |piece| {
-            if failed.is_some() {
+            block[n] = piece;
+            n += 1;
+            if n == BLOCK {
+                self.encode_block(&block, shortcut, table.as_deref_mut(), out, &mut state);
+                n = 0;
+            }
+        })?;
+        self.encode_block(&block[..n], shortcut, table, out, &mut state);
+        if let Some(e) = state.failed {
+            return Err(e);
+        }
+        self.flush(out, state.run);
+        Ok(())
+    }
+
+    /// Steps 3-4 on a block of consecutive pretokens (see `encode_pieces`).
+    fn encode_block(
+        &self,
+        pieces: &[&str],
+        shortcut: bool,
+        mut table: Option<&mut Table>,
+        out: &mut Vec<TokenId>,
+        state: &mut Pieces,
+    ) {
+        let mut probes = [Probe::default(); BLOCK];
+        if shortcut {
+            for (probe, piece) in probes.iter_mut().zip(pieces) {
+                *probe = self.shortcut.probe(piece.as_bytes());
+                self.shortcut.prefetch(probe);
+            }
+        }
+        for (&probe, piece) in probes.iter().zip(pieces) {
+            if state.failed.is_some() {
                 return;
             }
             let raw = piece.as_bytes();
-            if let Some(&id) = self.shortcut.get(&Lookup(raw)).filter(|_| shortcut) {
+            if let Some(id) = shortcut.then(|| self.shortcut.find(raw, probe)).flatten() {
                 // the common case, without the buffer
                 if self.super_part[id as usize] == 0 {
-                    self.flush(out, run);
+                    self.flush(out, state.run);
                     out.push(id);
-                    run = out.len();
+                    state.run = out.len();
                 } else {
                     out.push(id);
                 }
-                return;
+                continue;
             }
-            piece_tokens.clear();
+            let tokens = &mut state.tokens;
+            tokens.clear();
             if let Some(ids) = table.as_deref().and_then(|t| t.get(raw)) {
-                piece_tokens.extend_from_slice(ids);
+                tokens.extend_from_slice(ids);
             } else {
-                if let Err(e) = self.merge_pretoken(raw, &mut piece_tokens) {
-                    failed = Some(e);
+                if let Err(e) = self.merge_pretoken(raw, tokens) {
+                    state.failed = Some(e);
                     return;
                 }
                 if let Some(t) = table.as_deref_mut() {
-                    t.insert(raw, &piece_tokens);
+                    t.insert(raw, tokens);
                 }
             }
-            if piece_tokens.len() == 1 && self.super_part[piece_tokens[0] as usize] != 0 {
-                out.push(piece_tokens[0]);
+            if tokens.len() == 1 && self.super_part[tokens[0] as usize] != 0 {
+                out.push(tokens[0]);
             } else {
-                self.flush(out, run);
-                out.extend_from_slice(&piece_tokens);
-                run = out.len();
+                self.flush(out, state.run);
+                out.extend_from_slice(tokens);
+                state.run = out.len();
             }
-        })?;
-        if let Some(e) = failed {
-            return Err(e);
         }
-        self.flush(out, run);
-        Ok(())
     }
 
     /// Token ids of `text`, special-token strings treated as text.

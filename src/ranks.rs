@@ -10,7 +10,7 @@ use rustc_hash::FxHashMap;
 
 use crate::encode::cache::{self, PieceCache};
 use crate::error::{Error, Result};
-use crate::key::{Key, KeyMap, Lookup};
+use crate::key::FrozenMap;
 use crate::pretokenize::Matcher;
 
 #[derive(Clone)]
@@ -109,10 +109,10 @@ pub fn dumps_model(model: &crate::model::Model) -> Result<String> {
 pub struct RankEncoder {
     pub model: RankModel,
     matcher: Matcher,
-    /// `model.ranks` with inline keys: every lookup while encoding goes here.  With
+    /// `model.ranks` as a [`FrozenMap`]: every lookup while encoding goes here.  With
     /// `Vec<u8>` keys, comparing a probe with a key followed a pointer and called `memcmp`:
     /// 37 % of cl100k's encoding samples were in that comparison (perf, 4 MB of Gutenberg).
-    lookup: KeyMap,
+    lookup: FrozenMap,
     /// what pieces that are not a token became, per thread (see `encode/cache.rs`)
     cache: PieceCache,
 }
@@ -120,11 +120,7 @@ pub struct RankEncoder {
 impl RankEncoder {
     pub fn new(model: RankModel) -> Result<RankEncoder> {
         let matcher = Matcher::new(&model.pattern, "pattern")?;
-        let lookup = model
-            .ranks
-            .iter()
-            .map(|(t, &r)| (Key::from_bytes(t), r))
-            .collect();
+        let lookup = FrozenMap::new(model.ranks.iter().map(|(t, &r)| (t.as_slice(), r)));
         Ok(RankEncoder {
             model,
             matcher,
@@ -141,7 +137,7 @@ impl RankEncoder {
 
     #[inline]
     fn rank(&self, bytes: &[u8]) -> Option<u32> {
-        self.lookup.get(&Lookup(bytes)).copied()
+        self.lookup.get(bytes)
     }
 
     /// Load a `.tiktoken` file; `special` gives each special string its id.
