@@ -42,7 +42,7 @@ fn pair_key(a: TokenId, b: TokenId) -> u64 {
 }
 
 /// Pretokens looked up together (see `Encoder::encode_pieces`).
-const BLOCK: usize = 16;
+pub(crate) const BLOCK: usize = 16;
 
 /// What `Encoder::encode_block` carries from one block to the next.
 struct Pieces {

@@ -8,9 +8,11 @@
 use base64::Engine as _;
 use rustc_hash::FxHashMap;
 
+use crate::encode::cache::Table;
 use crate::encode::cache::{self, PieceCache};
+use crate::encode::BLOCK;
 use crate::error::{Error, Result};
-use crate::key::FrozenMap;
+use crate::key::{FrozenMap, Probe};
 use crate::pretokenize::Matcher;
 
 #[derive(Clone)]
@@ -211,31 +213,58 @@ impl RankEncoder {
         Ok(())
     }
 
+    /// The pieces of `text` go through in blocks, each piece's slot prefetched first (see
+    /// `Encoder::encode_pieces`).
     fn encode_into(&self, text: &str, out: &mut Vec<u32>) -> Result<()> {
         self.cache.with(|mut table| {
             let mut error = None;
+            let mut block = [""; BLOCK];
+            let mut n = 0;
             self.matcher.for_each_piece(text, &mut |piece: &str| {
-                let raw = piece.as_bytes();
-                if let Some(id) = self.rank(raw) {
-                    out.push(id);
-                } else if let Some(ids) = table.as_deref().and_then(|t| t.get(raw)) {
-                    out.extend_from_slice(ids);
-                } else {
-                    let start = out.len();
-                    match self.merge_piece(raw, out) {
-                        Ok(()) => {
-                            if let Some(t) = table.as_deref_mut() {
-                                t.insert(raw, &out[start..]);
-                            }
-                        }
-                        Err(e) => {
-                            error.get_or_insert(e);
-                        }
-                    }
+                block[n] = piece;
+                n += 1;
+                if n == BLOCK {
+                    self.encode_block(&block, table.as_deref_mut(), out, &mut error);
+                    n = 0;
                 }
             })?;
+            self.encode_block(&block[..n], table, out, &mut error);
             error.map_or(Ok(()), Err)
         })
+    }
+
+    fn encode_block(
+        &self,
+        pieces: &[&str],
+        mut table: Option<&mut Table>,
+        out: &mut Vec<u32>,
+        error: &mut Option<Error>,
+    ) {
+        let mut probes = [Probe::default(); BLOCK];
+        for (probe, piece) in probes.iter_mut().zip(pieces) {
+            *probe = self.lookup.probe(piece.as_bytes());
+            self.lookup.prefetch(probe);
+        }
+        for (&probe, piece) in probes.iter().zip(pieces) {
+            let raw = piece.as_bytes();
+            if let Some(id) = self.lookup.find(raw, probe) {
+                out.push(id);
+            } else if let Some(ids) = table.as_deref().and_then(|t| t.get(raw)) {
+                out.extend_from_slice(ids);
+            } else {
+                let start = out.len();
+                match self.merge_piece(raw, out) {
+                    Ok(()) => {
+                        if let Some(t) = table.as_deref_mut() {
+                            t.insert(raw, &out[start..]);
+                        }
+                    }
+                    Err(e) => {
+                        error.get_or_insert(e);
+                    }
+                }
+            }
+        }
     }
 
     pub fn encode_ordinary(&self, text: &str) -> Result<Vec<u32>> {

@@ -40,3 +40,18 @@ def test_ids_above_the_shared_ints(tmp_path):
     ids, bounds = tok.encode_batch(texts[:3], allowed_special="none", return_array=True)
     assert ids.tolist() == [300000, 300000, ord("c"), ord("c"), 300000]
     assert bounds.tolist() == [0, 1, 3, 5]
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_garbage_collector_is_left_as_it_was(enabled):
+    # the lists are made with the collector paused; it must come back in the state it had
+    import gc
+    tok = superword.Tokenizer.load(GOLDEN / "taylorswift_400_v600" / "boundless.model")
+    was = gc.isenabled()
+    try:
+        gc.enable() if enabled else gc.disable()
+        assert tok.encode_batch(["one list", "and another"], allowed_special="none") == [
+            tok.encode("one list", allowed_special="none"), tok.encode("and another", allowed_special="none")]
+        assert gc.isenabled() is enabled
+    finally:
+        gc.enable() if was else gc.disable()
