@@ -138,7 +138,7 @@ const EMPTY_SLOT: Slot = Slot {
 
 /// The bytes of `p` (at most 8) as a little-endian integer, without reading past its end.
 #[inline(always)]
-fn load_le(p: &[u8]) -> u64 {
+pub(crate) fn load_le(p: &[u8]) -> u64 {
     let n = p.len();
     if n >= 8 {
         u64::from_le_bytes(p[..8].try_into().unwrap())
