@@ -523,7 +523,9 @@ impl Encoder {
     /// prefetched, then they are looked up and handled in order.  A lookup is one cache line
     /// that is often not in L2 (the 32K table is 1 MB); one at a time, each pretoken waited
     /// for its line (perf: about half of a 32K BPE model's encoding samples were that wait,
-    /// on the slot's first load), while a block's loads overlap.
+    /// on the slot's first load), while a block's loads overlap.  Tried and dropped: a ring
+    /// that prefetched each pretoken's slot as the matcher found it and looked it up 16
+    /// pretokens later (no faster than blocks, interleaved in one process).
     fn encode_pieces(
         &self,
         text: &str,
