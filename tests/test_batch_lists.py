@@ -36,6 +36,12 @@ def test_ids_above_the_shared_ints(tmp_path):
     batch = tok.encode_batch(texts, allowed_special="none", threads=2)
     assert batch[:3] == [[300000], [300000, ord("c")], [ord("c"), 300000]]
     assert all(b == batch[i % 3] for i, b in enumerate(batch))
+    # one long text: its list shares the ints too, and ids past them still come back right
+    one = tok.encode("ab c" * 100_000, allowed_special="none")
+    assert one == [300000, ord(" "), ord("c")] * 100_000
+    other = tok.encode("ab c" * 100_000, allowed_special="none")
+    one[1] = -1
+    assert other[1] == ord(" ")
     pytest.importorskip("numpy")
     ids, bounds = tok.encode_batch(texts[:3], allowed_special="none", return_array=True)
     assert ids.tolist() == [300000, 300000, ord("c"), ord("c"), 300000]

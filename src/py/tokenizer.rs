@@ -53,14 +53,16 @@ impl PyTokenizer {
         Ok(PyTokenizer::new(tokenizer, Stats::new()))
     }
 
-    fn encode_ordinary(&self, py: Python<'_>, text: &str) -> PyResult<Vec<u32>> {
+    fn encode_ordinary<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyList>> {
         let current = self.current();
-        py.detach(|| guard(|| current.encoder().encode_ordinary(text)))
+        let ids = py.detach(|| guard(|| current.encoder().encode_ordinary(text)))?;
+        id_list(py, &ids)
     }
 
-    fn encode(&self, py: Python<'_>, text: &str, allowed: Vec<String>) -> PyResult<Vec<u32>> {
+    fn encode<'py>(&self, py: Python<'py>, text: &str, allowed: Vec<String>) -> PyResult<Bound<'py, PyList>> {
         let current = self.current();
-        py.detach(|| guard(|| current.encoder().encode(text, &allowed)))
+        let ids = py.detach(|| guard(|| current.encoder().encode(text, &allowed)))?;
+        id_list(py, &ids)
     }
 
     /// Encode many texts in parallel (GIL released); `threads=None` uses all cores.
@@ -212,24 +214,31 @@ fn strs(texts: &[String]) -> Vec<&str> {
 /// made when a batch has at least as many ids as the ints it needs.
 static SMALL_INTS: Mutex<Vec<Py<PyAny>>> = Mutex::new(Vec::new());
 
-/// One Python list of ids per text of `batch`.
-fn id_lists<'py>(py: Python<'py>, batch: &Batch) -> PyResult<Bound<'py, PyList>> {
+/// Run `f` with the shared ints (see [`SMALL_INTS`]), made first if lists of `total` ids up
+/// to `max_id` need more of them and are long enough to pay for making them.
+fn with_ints<'py, R>(
+    py: Python<'py>,
+    max_id: Option<u32>,
+    total: usize,
+    f: impl FnOnce(&[Py<PyAny>]) -> PyResult<R>,
+) -> PyResult<R> {
     const MOST: usize = 1 << 18;
     // never wait for the lock while holding the GIL (whoever holds it may need the GIL); a
     // call that finds it taken makes its own ints
     let mut guard = SMALL_INTS.try_lock().ok();
     if let Some(ints) = guard.as_deref_mut() {
-        let want = py
-            .detach(|| batch.max_id())
-            .map_or(0, |m| m as usize + 1)
-            .min(MOST);
-        if want > ints.len() && batch.total_ids() >= want {
+        let want = max_id.map_or(0, |m| m as usize + 1).min(MOST);
+        if want > ints.len() && total >= want {
             for i in ints.len()..want {
                 ints.push(i.into_pyobject(py)?.into_any().unbind());
             }
         }
     }
-    let ints: &[Py<PyAny>] = guard.as_deref().map_or(&[], |v| v.as_slice());
+    f(guard.as_deref().map_or(&[], |v| v.as_slice()))
+}
+
+/// A Python list of `ids`, sharing the ints in `ints`.
+fn list_of<'py>(py: Python<'py>, ints: &[Py<PyAny>], ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
     let one = |&id: &u32| -> Bound<'py, PyAny> {
         match ints.get(id as usize) {
             Some(int) => int.bind(py).clone(),
@@ -239,12 +248,27 @@ fn id_lists<'py>(py: Python<'py>, batch: &Batch) -> PyResult<Bound<'py, PyList>>
             }
         }
     };
-    let _paused = GcPaused::new(py)?;
-    let lists = batch
-        .texts()
-        .map(|ids| PyList::new(py, ids.iter().map(one)))
-        .collect::<PyResult<Vec<_>>>()?;
-    PyList::new(py, lists)
+    PyList::new(py, ids.iter().map(one))
+}
+
+/// One text's ids as a Python list (`encode`): long texts share the ints too.
+fn id_list<'py>(py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
+    with_ints(py, ids.iter().copied().max(), ids.len(), |ints| {
+        list_of(py, ints, ids)
+    })
+}
+
+/// One Python list of ids per text of `batch`.
+fn id_lists<'py>(py: Python<'py>, batch: &Batch) -> PyResult<Bound<'py, PyList>> {
+    let max_id = py.detach(|| batch.max_id());
+    with_ints(py, max_id, batch.total_ids(), |ints| {
+        let _paused = GcPaused::new(py)?;
+        let lists = batch
+            .texts()
+            .map(|ids| list_of(py, ints, ids))
+            .collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, lists)
+    })
 }
 
 /// Python's cyclic garbage collector, paused while a batch's lists are made and restarted
