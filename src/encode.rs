@@ -523,8 +523,8 @@ impl Encoder {
     /// prefetched, then they are looked up and handled in order.  A lookup is one cache line
     /// that is often not in L2 (the 32K table is 1 MB); looked up one at a time, each
     /// pretoken waited for its line (perf, 32K BPE model, 4 MB of Gutenberg: 12 % of all
-    /// samples on the slot's first load), while a block's loads overlap (the whole change
-    /// measured 1.1x faster, interleaved in one process).  Tried and dropped: a ring
+    /// samples on the slot's first load), while a block's loads overlap (1.1x faster than the
+    /// same blocks without the prefetch, interleaved in one process).  Tried and dropped: a ring
     /// that prefetched each pretoken's slot as the matcher found it and looked it up 16
     /// pretokens later (no faster than blocks, interleaved in one process).
     fn encode_pieces(
