@@ -50,7 +50,7 @@ fn ascii_run(b: &[u8], mut i: usize, fold: u8, lo: u8, hi: u8) -> usize {
         };
         // per byte, with its top bit cleared so that no sum carries into the next byte:
         // top bit of y + (0x80 - lo) is set when y >= lo, of y + (0x7F - hi) when y > hi
-        let y = (x & !HIGH) | ONES * fold as u64;
+        let y = (x & !HIGH) | (ONES * fold as u64);
         let inside = (y + ONES * (0x80 - lo) as u64) & !(y + ONES * (0x7F - hi) as u64) & !x & HIGH;
         if inside == HIGH {
             i += 8;
