@@ -283,8 +283,9 @@ impl FrozenMap {
         let _ = probe;
     }
 
-    /// The value of `key`, whose probe is `probe`.
-    #[inline]
+    /// The value of `key`, whose probe is `probe`.  (Inlined by force: the release build
+    /// left it a call, 7 % of a 32K model's encoding samples.)
+    #[inline(always)]
     pub fn find(&self, key: &[u8], probe: Probe) -> Option<u32> {
         let Probe { head, tail, home } = probe;
         let mut i = home;
