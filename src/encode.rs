@@ -14,7 +14,7 @@ use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::error::{Error, Result};
-use crate::key::{FrozenMap, Probe};
+use crate::key::{ByteMap, Probe};
 use crate::model::Model;
 use crate::pretokenize::Pretokenizer;
 use crate::tokens::TokenId;
@@ -71,10 +71,10 @@ pub struct Encoder {
     super_part: Vec<u8>,
     reachable: Vec<bool>,
     /// reachable tokens by bytes: the shortcut's table, one cache line per probe (see
-    /// [`FrozenMap`] for the profile that chose it).  Tried and dropped with the earlier
+    /// [`ByteMap`] for the profile that chose it).  Tried and dropped with the earlier
     /// two-line table: a direct-mapped 128 KB table of the 4,096 smallest-id tokens in front
     /// of it (no gain beyond the noise).
-    shortcut: FrozenMap,
+    shortcut: ByteMap,
     ngrams: Option<NgramTables>,
     /// the merges and deletions of a model with PickyBPE deletions (then `ranks` is unused)
     picky: Option<Picky>,
@@ -355,14 +355,14 @@ impl Encoder {
             super_ranks,
             super_part,
             reachable: vec![false; model.vocab.len()],
-            shortcut: FrozenMap::new([]),
+            shortcut: ByteMap::new([]),
             ngrams,
             picky,
             special: model.special_tokens.clone(),
             cache: PieceCache::new(0), // off while `find_reachable` encodes the vocabulary
         };
         enc.reachable = enc.find_reachable(&model.is_super)?;
-        enc.shortcut = FrozenMap::new(
+        enc.shortcut = ByteMap::new(
             (0..enc.vocab.len())
                 .filter(|&i| enc.reachable[i])
                 .map(|i| (enc.vocab[i].as_slice(), i as TokenId)),

@@ -92,8 +92,8 @@ fn same_bytes(a: &[u8], b: &[u8]) -> bool {
 /// A map from keys, with the fast hasher.
 pub type KeyMap = hashbrown::HashMap<Key, u32, rustc_hash::FxBuildHasher>;
 
-/// A read-only map from byte strings to `u32`, built once and looked up on encoding's hot
-/// path (the vocabulary shortcut, tiktoken ranks).
+/// A map from byte strings to `u32` of a fixed most number of keys, looked up on encoding's
+/// hot path (the vocabulary shortcut, tiktoken ranks, the per-thread pretoken cache).
 ///
 /// Profile (perf, 32K BPE model, 4 MB of Gutenberg, one thread): with a [`KeyMap`] the
 /// shortcut's lookup was over half of encoding's samples, nearly all of it waiting for two
@@ -106,12 +106,14 @@ pub type KeyMap = hashbrown::HashMap<Key, u32, rustc_hash::FxBuildHasher>;
 /// cl100k's 100,256; a table 2/3 full at 2.4 MB was no faster on cl100k, interleaved in one
 /// process).  The hash is seeded per table so that a hostile vocabulary cannot be built to
 /// collide (lookups give the same answers for any seed).
-pub struct FrozenMap {
+pub struct ByteMap {
     slots: Box<[Slot]>,
     /// keys longer than [`INLINE`] bytes and their values; a long key's slot holds its index
     long: Vec<(Box<[u8]>, u32)>,
     seed: u64,
     len: usize,
+    /// the most keys it was made for
+    keys: usize,
 }
 
 /// Bytes of a key held in its slot: 8 in `head`, 3 in `tail` next to the length byte.
@@ -173,28 +175,41 @@ fn split(p: &[u8]) -> (u64, u32) {
     (head, load_le(rest) as u32 | len << 24)
 }
 
-impl FrozenMap {
+impl ByteMap {
     /// A map of `pairs`; a key given twice keeps its last value (as collecting into a
     /// `HashMap` does).
-    pub fn new<'a>(pairs: impl IntoIterator<Item = (&'a [u8], u32)>) -> FrozenMap {
+    pub fn new<'a>(pairs: impl IntoIterator<Item = (&'a [u8], u32)>) -> ByteMap {
         let pairs: Vec<(&[u8], u32)> = pairs.into_iter().collect();
-        let seed = {
-            use std::hash::{BuildHasher, Hasher};
-            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-            h.write_usize(pairs.len());
-            h.finish() | 1
-        };
-        let capacity = (pairs.len() * 8 / 5 + 1).next_power_of_two().max(8);
-        let mut map = FrozenMap {
-            slots: vec![EMPTY_SLOT; capacity].into_boxed_slice(),
-            long: Vec::new(),
-            seed,
-            len: 0,
-        };
+        let mut map = ByteMap::with_capacity(pairs.len());
         for (key, value) in pairs {
             map.insert(key, value);
         }
         map
+    }
+
+    /// An empty map with room for `keys` keys (it must never hold more: a full table would
+    /// probe forever).
+    pub fn with_capacity(keys: usize) -> ByteMap {
+        let seed = {
+            use std::hash::{BuildHasher, Hasher};
+            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+            h.write_usize(keys);
+            h.finish() | 1
+        };
+        ByteMap {
+            slots: vec![EMPTY_SLOT; (keys * 8 / 5 + 1).next_power_of_two().max(8)].into_boxed_slice(),
+            long: Vec::new(),
+            seed,
+            len: 0,
+            keys,
+        }
+    }
+
+    /// Remove every key (the memory stays).
+    pub fn clear(&mut self) {
+        self.slots.fill(EMPTY_SLOT);
+        self.long.clear();
+        self.len = 0;
     }
 
     pub fn len(&self) -> usize {
@@ -213,7 +228,9 @@ impl FrozenMap {
         ((x as u128 * self.slots.len() as u128) >> 64) as usize
     }
 
-    fn insert(&mut self, key: &[u8], value: u32) {
+    /// Set the value of `key`.  Panics when the map already holds as many keys as it was
+    /// made for and `key` is new.
+    pub fn insert(&mut self, key: &[u8], value: u32) {
         let (head, tail) = split(key);
         let long = is_long(key);
         let mut i = self.home(head, tail);
@@ -235,6 +252,11 @@ impl FrozenMap {
             }
             i = if i + 1 == self.slots.len() { 0 } else { i + 1 };
         }
+        assert!(
+            self.len < self.keys,
+            "a ByteMap made for {} keys is full",
+            self.keys
+        );
         let stored = if long {
             self.long.push((key.into(), value));
             (self.long.len() - 1) as u32
@@ -255,8 +277,8 @@ impl FrozenMap {
         self.find(key, self.probe(key))
     }
 
-    /// Where the search for `key` starts; [`FrozenMap::prefetch`] it, then
-    /// [`FrozenMap::find`] it, so that lookups of several keys overlap their cache misses.
+    /// Where the search for `key` starts; [`ByteMap::prefetch`] it, then
+    /// [`ByteMap::find`] it, so that lookups of several keys overlap their cache misses.
     #[inline(always)]
     pub fn probe(&self, key: &[u8]) -> Probe {
         let (head, tail) = split(key);
@@ -307,7 +329,7 @@ impl FrozenMap {
     }
 }
 
-/// A key's hashed form and home slot in one [`FrozenMap`].
+/// A key's hashed form and home slot in one [`ByteMap`].
 #[derive(Clone, Copy, Default)]
 pub struct Probe {
     head: u64,
@@ -344,7 +366,7 @@ mod tests {
         for (i, k) in inside.iter().enumerate() {
             expected.insert(k.clone(), i as u32); // a repeated key keeps its last value
         }
-        let map = FrozenMap::new(inside.iter().enumerate().map(|(i, k)| (k.as_slice(), i as u32)));
+        let map = ByteMap::new(inside.iter().enumerate().map(|(i, k)| (k.as_slice(), i as u32)));
         assert_eq!(map.len(), expected.len());
         for k in all.iter().chain([&Vec::new()]) {
             assert_eq!(map.get(k), expected.get(k).copied(), "{k:?}");
@@ -354,12 +376,12 @@ mod tests {
                 assert_eq!(map.get(&k[..cut]), expected.get(&k[..cut]).copied());
             }
         }
-        let with_empty = FrozenMap::new([(&b""[..], 5), (&b"a"[..], 6)]);
+        let with_empty = ByteMap::new([(&b""[..], 5), (&b"a"[..], 6)]);
         assert_eq!(
             (with_empty.get(b""), with_empty.get(b"a"), with_empty.get(b"b")),
             (Some(5), Some(6), None)
         );
-        assert_eq!(FrozenMap::new([]).get(b""), None);
+        assert_eq!(ByteMap::new([]).get(b""), None);
     }
 
     #[test]

@@ -12,7 +12,7 @@ use crate::encode::cache::Table;
 use crate::encode::cache::{self, PieceCache};
 use crate::encode::BLOCK;
 use crate::error::{Error, Result};
-use crate::key::{FrozenMap, Probe};
+use crate::key::{ByteMap, Probe};
 use crate::pretokenize::Matcher;
 
 #[derive(Clone)]
@@ -111,10 +111,10 @@ pub fn dumps_model(model: &crate::model::Model) -> Result<String> {
 pub struct RankEncoder {
     pub model: RankModel,
     matcher: Matcher,
-    /// `model.ranks` as a [`FrozenMap`]: every lookup while encoding goes here.  With
+    /// `model.ranks` as a [`ByteMap`]: every lookup while encoding goes here.  With
     /// `Vec<u8>` keys, comparing a probe with a key followed a pointer and called `memcmp`:
     /// 37 % of cl100k's encoding samples were in that comparison (perf, 4 MB of Gutenberg).
-    lookup: FrozenMap,
+    lookup: ByteMap,
     /// what pieces that are not a token became, per thread (see `encode/cache.rs`)
     cache: PieceCache,
 }
@@ -122,7 +122,7 @@ pub struct RankEncoder {
 impl RankEncoder {
     pub fn new(model: RankModel) -> Result<RankEncoder> {
         let matcher = Matcher::new(&model.pattern, "pattern")?;
-        let lookup = FrozenMap::new(model.ranks.iter().map(|(t, &r)| (t.as_slice(), r)));
+        let lookup = ByteMap::new(model.ranks.iter().map(|(t, &r)| (t.as_slice(), r)));
         Ok(RankEncoder {
             model,
             matcher,
