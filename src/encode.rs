@@ -14,7 +14,7 @@ use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::error::{Error, Result};
-use crate::key::{Key, KeyMap, Lookup};
+use crate::key::{ByteMap, Probe};
 use crate::model::Model;
 use crate::pretokenize::Pretokenizer;
 use crate::tokens::TokenId;
@@ -41,6 +41,18 @@ fn pair_key(a: TokenId, b: TokenId) -> u64 {
     (a as u64) << 32 | b as u64
 }
 
+/// Pretokens looked up together (see `Encoder::encode_pieces`).
+pub(crate) const BLOCK: usize = 16;
+
+/// What `Encoder::encode_block` carries from one block to the next.
+struct Pieces {
+    /// the current run of single tokens that occur in supermerges is `out[run..]`
+    run: usize,
+    /// a pretoken's tokens after the merges
+    tokens: Vec<TokenId>,
+    failed: Option<Error>,
+}
+
 /// The greedy-split n-gram table and the prefixes of its n-grams.
 type NgramTables = (FxHashSet<Box<[TokenId]>>, FxHashSet<Box<[TokenId]>>);
 
@@ -58,13 +70,11 @@ pub struct Encoder {
     /// in some supermerge"; the bits also skip most pair lookups in `supermerge`)
     super_part: Vec<u8>,
     reachable: Vec<bool>,
-    /// reachable tokens by bytes: the shortcut's table (inline keys, see `key.rs`).  A lookup
-    /// is a quarter of a 32K BPE model's encoding samples, mostly two cache misses (the table,
-    /// about 1 MB, exceeds this machine's 512 KB L2): perf annotate puts 60 % of the lookup on
-    /// the loads of its control bytes and its bucket.  Tried and dropped: a direct-mapped
-    /// 128 KB table of the 4,096 smallest-id tokens in front of it; the two lookups together
-    /// took 23 % of samples instead of 25 %, and CPU time did not move beyond the noise.
-    shortcut: KeyMap,
+    /// reachable tokens by bytes: the shortcut's table, one cache line per probe (see
+    /// [`ByteMap`] for the profile that chose it).  Tried and dropped with the earlier
+    /// two-line table: a direct-mapped 128 KB table of the 4,096 smallest-id tokens in front
+    /// of it (no gain beyond the noise).
+    shortcut: ByteMap,
     ngrams: Option<NgramTables>,
     /// the merges and deletions of a model with PickyBPE deletions (then `ranks` is unused)
     picky: Option<Picky>,
@@ -345,17 +355,18 @@ impl Encoder {
             super_ranks,
             super_part,
             reachable: vec![false; model.vocab.len()],
-            shortcut: KeyMap::default(),
+            shortcut: ByteMap::new([]),
             ngrams,
             picky,
             special: model.special_tokens.clone(),
             cache: PieceCache::new(0), // off while `find_reachable` encodes the vocabulary
         };
         enc.reachable = enc.find_reachable(&model.is_super)?;
-        enc.shortcut = (0..enc.vocab.len())
-            .filter(|&i| enc.reachable[i])
-            .map(|i| (Key::from_bytes(&enc.vocab[i]), i as TokenId))
-            .collect();
+        enc.shortcut = ByteMap::new(
+            (0..enc.vocab.len())
+                .filter(|&i| enc.reachable[i])
+                .map(|i| (enc.vocab[i].as_slice(), i as TokenId)),
+        );
         enc.cache = PieceCache::new(cache::DEFAULT_CAPACITY);
         Ok(enc)
     }
@@ -445,7 +456,8 @@ impl Encoder {
     /// ranks built by an iterator, a second vector of flags, the run copied out).  Runs of
     /// up to [`SMALL_RUN`] tokens therefore use a scan of their own: packed ranks on the
     /// stack (the minimum is a plain `u64` minimum), the new tokens as a bit mask, a run of
-    /// two as one lookup.  Longer runs (rare in prose) take the general scan.
+    /// two as one lookup.  Longer runs (rare in prose) take the heap ([`merge_heap`]), so
+    /// that a long run costs O(n log n), not a pass over it per distinct supermerge.
     fn supermerge(&self, run: &mut [TokenId]) -> usize {
         let n = run.len();
         if n == 2 {
@@ -458,7 +470,7 @@ impl Encoder {
         }
         if n > SMALL_RUN {
             let mut tokens = run.to_vec();
-            merge_scan(
+            merge_heap(
                 &mut tokens,
                 |a, b| {
                     let r = self.super_rank(a, b);
@@ -477,10 +489,15 @@ impl Encoder {
     /// model and 4 MB of Gutenberg its insertions and lookups took 9 % of samples and CPU
     /// time did not move (runs of common words between punctuation rarely repeat exactly);
     /// `supermerge` itself is about 15 % of samples there.
+    #[inline(always)]
     fn flush(&self, out: &mut Vec<TokenId>, start: usize) {
-        if out.len() - start < 2 {
-            return;
+        // called after every pretoken; a run of two or more tokens is the rare case
+        if out.len() - start >= 2 {
+            self.flush_run(out, start);
         }
+    }
+
+    fn flush_run(&self, out: &mut Vec<TokenId>, start: usize) {
         match &self.ngrams {
             Some((table, prefixes)) => {
                 let whole = out.split_off(start);
@@ -507,6 +524,15 @@ impl Encoder {
     }
 
     /// Steps 2-4 on `text` (no special tokens in it), with this thread's cache `table` if any.
+    ///
+    /// Pretokens go through in blocks of [`BLOCK`]: first every pretoken's shortcut slot is
+    /// prefetched, then they are looked up and handled in order.  A lookup is one cache line
+    /// that is often not in L2 (the 32K table is 1 MB); looked up one at a time, each
+    /// pretoken waited for its line (perf, 32K BPE model, 4 MB of Gutenberg: 12 % of all
+    /// samples on the slot's first load), while a block's loads overlap (1.1x faster than the
+    /// same blocks without the prefetch, interleaved in one process).  Tried and dropped: a ring
+    /// that prefetched each pretoken's slot as the matcher found it and looked it up 16
+    /// pretokens later (no faster than blocks, interleaved in one process).
     fn encode_pieces(
         &self,
         text: &str,
@@ -514,51 +540,82 @@ impl Encoder {
         mut table: Option<&mut Table>,
         out: &mut Vec<TokenId>,
     ) -> Result<()> {
-        // the current run of single tokens that occur in supermerges is `out[run..]`
-        let mut run = out.len();
-        let mut piece_tokens: Vec<TokenId> = Vec::new();
-        let mut failed: Option<Error> = None;
+        let mut state = Pieces {
+            run: out.len(),
+            tokens: Vec::new(),
+            failed: None,
+        };
+        let mut block = [""; BLOCK];
+        let mut n = 0;
         self.pretokenizer.for_each(text, |piece| {
-            if failed.is_some() {
+            block[n] = piece;
+            n += 1;
+            if n == BLOCK {
+                self.encode_block(&block, shortcut, table.as_deref_mut(), out, &mut state);
+                n = 0;
+            }
+        })?;
+        self.encode_block(&block[..n], shortcut, table, out, &mut state);
+        if let Some(e) = state.failed {
+            return Err(e);
+        }
+        self.flush(out, state.run);
+        Ok(())
+    }
+
+    /// Steps 3-4 on a block of consecutive pretokens (see `encode_pieces`).
+    fn encode_block(
+        &self,
+        pieces: &[&str],
+        shortcut: bool,
+        mut table: Option<&mut Table>,
+        out: &mut Vec<TokenId>,
+        state: &mut Pieces,
+    ) {
+        let mut probes = [Probe::default(); BLOCK];
+        if shortcut {
+            for (probe, piece) in probes.iter_mut().zip(pieces) {
+                *probe = self.shortcut.probe(piece.as_bytes());
+                self.shortcut.prefetch(probe);
+            }
+        }
+        for (&probe, piece) in probes.iter().zip(pieces) {
+            if state.failed.is_some() {
                 return;
             }
             let raw = piece.as_bytes();
-            if let Some(&id) = self.shortcut.get(&Lookup(raw)).filter(|_| shortcut) {
+            if let Some(id) = shortcut.then(|| self.shortcut.find(raw, probe)).flatten() {
                 // the common case, without the buffer
                 if self.super_part[id as usize] == 0 {
-                    self.flush(out, run);
+                    self.flush(out, state.run);
                     out.push(id);
-                    run = out.len();
+                    state.run = out.len();
                 } else {
                     out.push(id);
                 }
-                return;
+                continue;
             }
-            piece_tokens.clear();
+            let tokens = &mut state.tokens;
+            tokens.clear();
             if let Some(ids) = table.as_deref().and_then(|t| t.get(raw)) {
-                piece_tokens.extend_from_slice(ids);
+                tokens.extend_from_slice(ids);
             } else {
-                if let Err(e) = self.merge_pretoken(raw, &mut piece_tokens) {
-                    failed = Some(e);
+                if let Err(e) = self.merge_pretoken(raw, tokens) {
+                    state.failed = Some(e);
                     return;
                 }
                 if let Some(t) = table.as_deref_mut() {
-                    t.insert(raw, &piece_tokens);
+                    t.insert(raw, tokens);
                 }
             }
-            if piece_tokens.len() == 1 && self.super_part[piece_tokens[0] as usize] != 0 {
-                out.push(piece_tokens[0]);
+            if tokens.len() == 1 && self.super_part[tokens[0] as usize] != 0 {
+                out.push(tokens[0]);
             } else {
-                self.flush(out, run);
-                out.extend_from_slice(&piece_tokens);
-                run = out.len();
+                self.flush(out, state.run);
+                out.extend_from_slice(tokens);
+                state.run = out.len();
             }
-        })?;
-        if let Some(e) = failed {
-            return Err(e);
         }
-        self.flush(out, run);
-        Ok(())
     }
 
     /// Token ids of `text`, special-token strings treated as text.
@@ -639,21 +696,41 @@ pub fn merge_by_rank(
         out.extend_from_slice(&tokens);
         return;
     }
+    merge_heap(&mut tokens, rank, true);
+    out.extend_from_slice(&tokens);
+}
+
+/// [`merge_scan`] for long sequences, in O(n log n): a min-heap of `(rank, position, left,
+/// right)` stands for the scan's search for the smallest rank.  Entries are popped rank by
+/// rank; those of one rank, leftmost first, are one pass of the scan.  An entry whose tokens
+/// have changed since it was pushed is stale and skipped.  The pairs a merge makes are held
+/// back until its pass ends and then pushed, as the scan looks at them only in its next
+/// pass; with `ascending` (regular merges) those at or below the current rank are dropped,
+/// as the scan's floor would.  Tokens form a linked list by position.  Checked against the
+/// scan by `the_heap_merges_long_pieces_like_the_scan` (merges) and
+/// `tests/test_supermerge_runs.py` (supermerge runs of up to 300 tokens against the
+/// reference).
+fn merge_heap(
+    tokens: &mut Vec<TokenId>,
+    rank: impl Fn(TokenId, TokenId) -> Option<(u32, TokenId)>,
+    ascending: bool,
+) {
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
     let n = tokens.len();
-    let token = &mut tokens;
-    let mut next: Vec<usize> = (1..=n).collect(); // n = end
-    let mut prev: Vec<usize> = (0..n).map(|i| i.wrapping_sub(1)).collect(); // usize::MAX = none
-    let mut alive = vec![true; n];
-    let mut heap: BinaryHeap<Reverse<(u32, usize, TokenId, TokenId)>> = BinaryHeap::new();
-    for i in 0..n - 1 {
-        if let Some((r, _)) = rank(token[i], token[i + 1]) {
-            heap.push(Reverse((r, i, token[i], token[i + 1])));
-        }
+    if n < 2 {
+        return;
     }
-    while let Some(Reverse((current, _, _, _))) = heap.peek().copied() {
-        // every live occurrence of this merge, left to right
+    const NONE: usize = usize::MAX;
+    let token = tokens;
+    let mut next: Vec<usize> = (1..=n).collect(); // n = end
+    let mut prev: Vec<usize> = (0..n).map(|i| i.wrapping_sub(1)).collect(); // NONE = start
+    let mut alive = vec![true; n];
+    let mut heap: BinaryHeap<Reverse<(u32, usize, TokenId, TokenId)>> = (0..n - 1)
+        .filter_map(|i| rank(token[i], token[i + 1]).map(|(r, _)| Reverse((r, i, token[i], token[i + 1]))))
+        .collect();
+    let mut made = Vec::new();
+    while let Some(&Reverse((current, _, _, _))) = heap.peek() {
         while let Some(&Reverse((r, i, a, b))) = heap.peek() {
             if r != current {
                 break;
@@ -670,30 +747,33 @@ pub fn merge_by_rank(
             if next[i] < n {
                 prev[next[i]] = i;
             }
-            // new pairs with the merged token, if they can still apply
-            if prev[i] != usize::MAX {
-                let p = prev[i];
-                if let Some((r2, _)) = rank(token[p], merged) {
-                    if r2 > current {
-                        heap.push(Reverse((r2, p, token[p], merged)));
-                    }
-                }
+            if prev[i] != NONE {
+                made.push((prev[i], i));
             }
             if next[i] < n {
-                let q = next[i];
-                if let Some((r2, _)) = rank(merged, token[q]) {
-                    if r2 > current {
-                        heap.push(Reverse((r2, i, merged, token[q])));
-                    }
+                made.push((i, next[i]));
+            }
+        }
+        for (p, q) in made.drain(..) {
+            // a pair noted by a merge may have changed since, by a later merge of the pass
+            if !alive[p] || !alive[q] || next[p] != q {
+                continue;
+            }
+            if let Some((r, _)) = rank(token[p], token[q]) {
+                if !ascending || r > current {
+                    heap.push(Reverse((r, p, token[p], token[q])));
                 }
             }
         }
     }
+    let mut w = 0;
     let mut i = 0;
     while i < n {
-        out.push(token[i]);
+        token[w] = token[i];
+        w += 1;
         i = next[i];
     }
+    token.truncate(w);
 }
 
 /// Supermerges on a run of at most [`SMALL_RUN`] tokens, in place; returns its new length.
@@ -984,23 +1064,25 @@ mod tests {
         }
     }
 
-    /// [`merge_scan`] (and [`merge_small`], the supermerges' scan) against the plain scan
-    /// (every pair looked up after every merge).
+    /// [`merge_scan`], [`merge_heap`] and [`merge_small`] (the supermerges' scan) against the
+    /// plain scan (every pair looked up after every merge).
     #[test]
     fn the_kept_ranks_scan_merges_like_the_plain_scan() {
         let mut rng = crate::XorShift(0x0BAD_5EED_1234_5678);
-        for round in 0..3000 {
+        for round in 0..6000 {
             let alphabet = 2 + rng.below(3) as TokenId;
             // random pairs with distinct ranks; results above the alphabet
             let mut table: FxHashMap<(TokenId, TokenId), (u32, TokenId)> = FxHashMap::default();
             let tokens_made = 2 + rng.below(12) as TokenId;
             for k in 0..tokens_made {
-                let top = alphabet + k;
+                // half of the tables use made tokens in pairs of smaller ranks than their own
+                // (as a hand-made model file may), which the ascending order never meets
+                let top = alphabet + if round % 3 == 0 { tokens_made } else { k };
                 let pair = (rng.below(top as u64) as TokenId, rng.below(top as u64) as TokenId);
                 let r = table.len() as u32 * 3 + rng.below(3) as u32;
                 table.entry(pair).or_insert((r, alphabet + k));
             }
-            let len = 1 + rng.below(40) as usize;
+            let len = 1 + rng.below(if round % 4 < 2 { 40 } else { 200 }) as usize;
             let start: Vec<TokenId> = (0..len).map(|_| rng.below(alphabet as u64) as TokenId).collect();
             let ascending = round % 2 == 0;
             let mut plain = start.clone();
@@ -1021,6 +1103,9 @@ mod tests {
             let mut kept = start.clone();
             merge_scan(&mut kept, |a, b| table.get(&(a, b)).copied(), ascending);
             assert_eq!(plain, kept, "{start:?} {table:?}");
+            let mut heaped = start.clone();
+            merge_heap(&mut heaped, |a, b| table.get(&(a, b)).copied(), ascending);
+            assert_eq!(plain, heaped, "heap: {start:?} {table:?}");
             if !ascending && len <= SMALL_RUN {
                 let mut small = start.clone();
                 let packed = |a, b| {

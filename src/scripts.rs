@@ -68,6 +68,7 @@ impl ScriptTable {
     }
 
     /// Script index of a character (an index into [`Self::names`]).
+    #[inline]
     pub fn script(&self, c: char) -> u8 {
         let cp = c as u32;
         if cp < 0x10000 {

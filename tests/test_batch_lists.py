@@ -36,7 +36,28 @@ def test_ids_above_the_shared_ints(tmp_path):
     batch = tok.encode_batch(texts, allowed_special="none", threads=2)
     assert batch[:3] == [[300000], [300000, ord("c")], [ord("c"), 300000]]
     assert all(b == batch[i % 3] for i, b in enumerate(batch))
+    # one long text: its list shares the ints too, and ids past them still come back right
+    one = tok.encode("ab c" * 100_000, allowed_special="none")
+    assert one == [300000, ord(" "), ord("c")] * 100_000
+    other = tok.encode("ab c" * 100_000, allowed_special="none")
+    one[1] = -1
+    assert other[1] == ord(" ")
     pytest.importorskip("numpy")
     ids, bounds = tok.encode_batch(texts[:3], allowed_special="none", return_array=True)
     assert ids.tolist() == [300000, 300000, ord("c"), ord("c"), 300000]
     assert bounds.tolist() == [0, 1, 3, 5]
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_garbage_collector_is_left_as_it_was(enabled):
+    # the lists are made with the collector paused; it must come back in the state it had
+    import gc
+    tok = superword.Tokenizer.load(GOLDEN / "taylorswift_400_v600" / "boundless.model")
+    was = gc.isenabled()
+    try:
+        gc.enable() if enabled else gc.disable()
+        assert tok.encode_batch(["one list", "and another"], allowed_special="none") == [
+            tok.encode("one list", allowed_special="none"), tok.encode("and another", allowed_special="none")]
+        assert gc.isenabled() is enabled
+    finally:
+        gc.enable() if was else gc.disable()

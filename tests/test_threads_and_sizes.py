@@ -54,6 +54,7 @@ def test_no_warning_when_the_request_is_met(backend):
     assert tok.vocab_size == 260
 
 
+@pytest.mark.filterwarnings("default::superword.TrainingShortfall")  # the CLI shows what warnings reach it
 def test_the_cli_prints_the_shortfall_as_one_line(tmp_path, capsys):
     corpus = tmp_path / "c.txt"
     corpus.write_text("\n".join(DOCS) + "\n")

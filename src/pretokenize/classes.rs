@@ -53,7 +53,7 @@ fn classes() -> &'static Classes {
 }
 
 /// ASCII classes, fixed at compile time (the hot path never touches the table).
-const ASCII: [u8; 128] = {
+pub const ASCII: [u8; 128] = {
     let mut t = [0u8; 128];
     let mut i = 0;
     while i < 128 {

@@ -11,7 +11,7 @@
 //! * `\s*[\r\n]+`: ends just after the last `\r`/`\n` of the whitespace run.
 //! * `\s+(?!\S)`: the whole run at the end of the text, else the run minus its last character.
 
-use super::classes::{bits, L, LOWERISH, M, N, UPPERISH, WS};
+use super::classes::{bits, ASCII, L, LL, LOWERISH, LU, M, N, UPPERISH, WS};
 
 /// The pattern a matcher implements.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,9 +35,51 @@ pub(super) fn class_at(s: &str, i: usize) -> Option<(u8, char, usize)> {
     next_char(s, i).map(|(c, n)| (bits(c), c, n))
 }
 
+/// End of the run of ASCII bytes from `i` within `lo..=hi` after OR-ing `fold` into them
+/// (`0x20` folds capitals to small letters), eight bytes at a time: a word's end is then
+/// found with one or two tests rather than a branch per letter whose exit is mispredicted.
+/// The run stops at any non-ASCII byte (the caller decides what follows).
+#[inline(always)]
+fn ascii_run(b: &[u8], mut i: usize, fold: u8, lo: u8, hi: u8) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    loop {
+        let x = match b.get(i..i + 8) {
+            Some(eight) => u64::from_le_bytes(eight.try_into().unwrap()),
+            None => crate::key::load_le(b.get(i..).unwrap_or(&[])), // zeros past the end stop it
+        };
+        // per byte, with its top bit cleared so that no sum carries into the next byte:
+        // top bit of y + (0x80 - lo) is set when y >= lo, of y + (0x7F - hi) when y > hi
+        let y = (x & !HIGH) | (ONES * fold as u64);
+        let inside = (y + ONES * (0x80 - lo) as u64) & !(y + ONES * (0x7F - hi) as u64) & !x & HIGH;
+        if inside == HIGH {
+            i += 8;
+            continue;
+        }
+        return i + ((!inside & HIGH).trailing_zeros() / 8) as usize;
+    }
+}
+
 /// End of the run of characters whose class intersects `mask`, from `i`.
 #[inline]
 pub(super) fn run(s: &str, mut i: usize, mask: u8) -> usize {
+    let bytes = s.as_bytes();
+    // the ASCII members of the letter classes the patterns use are letter ranges
+    i = match mask {
+        L => ascii_run(bytes, i, 0x20, b'a', b'z'),
+        LOWERISH => ascii_run(bytes, i, 0, b'a', b'z'),
+        UPPERISH => ascii_run(bytes, i, 0, b'A', b'Z'),
+        _ => i,
+    };
+    while let Some(&b) = bytes.get(i) {
+        if b >= 0x80 {
+            break; // the rest by characters
+        }
+        if ASCII[b as usize] & mask == 0 {
+            return i;
+        }
+        i += 1;
+    }
     while let Some((b, _, n)) = class_at(s, i) {
         if b & mask == 0 {
             break;
@@ -188,8 +230,107 @@ fn letter(s: &str, i: usize) -> Option<usize> {
     Some(run(s, n, M))
 }
 
+/// Classes of bytes for [`ascii_piece`]: ASCII letters, digits, line breaks, other
+/// whitespace, everything else ASCII, and bytes of non-ASCII characters.
+const UP: u8 = 1;
+const LOW: u8 = 2;
+const DIGIT: u8 = 4;
+const BREAK: u8 = 8;
+const SPACE: u8 = 16;
+const OTHER: u8 = 32;
+const WIDE: u8 = 64;
+/// What [`class_of`] answers past the end of the text.
+const END: u8 = 0;
+
+const BYTE_CLASS: [u8; 256] = {
+    let mut t = [WIDE; 256];
+    let mut b = 0;
+    while b < 128 {
+        let c = ASCII[b];
+        t[b] = if c & LU != 0 {
+            UP
+        } else if c & LL != 0 {
+            LOW
+        } else if c & N != 0 {
+            DIGIT
+        } else if b == b'\r' as usize || b == b'\n' as usize {
+            BREAK
+        } else if c & WS != 0 {
+            SPACE
+        } else {
+            OTHER
+        };
+        b += 1;
+    }
+    t
+};
+
+#[inline(always)]
+fn class_of(s: &[u8], i: usize) -> u8 {
+    s.get(i).map_or(END, |&b| BYTE_CLASS[b as usize])
+}
+
+/// The GPT-4o piece at `i` when ASCII characters alone decide it, else `None` (the
+/// character-by-character path then decides).  Most pieces of most text are settled here
+/// with a byte table.  For ASCII letters the two word alternatives agree: `U*W+` and `U+W*`
+/// both end after the run of capitals and the run of small letters that follows it (with
+/// or without the one-character prefix), then the contraction.  Any run that stops at a
+/// non-ASCII byte could go on (a non-ASCII letter, mark, digit or symbol), so the answer is
+/// `None` there.
+#[inline]
+fn ascii_piece(s: &str, i: usize) -> Option<usize> {
+    let b = s.as_bytes();
+    let word = |j: usize| {
+        let j = ascii_run(b, ascii_run(b, j, 0, b'A', b'Z'), 0, b'a', b'z');
+        (class_of(b, j) != WIDE).then(|| contraction(s, j))
+    };
+    // ` ?[^\s\p{L}\p{N}]+[\r\n/]*` from the first "other" character at `j`
+    let punctuation = |mut j: usize| {
+        while class_of(b, j) == OTHER {
+            j += 1;
+        }
+        if class_of(b, j) == WIDE {
+            return None;
+        }
+        while matches!(b.get(j), Some(b'\r' | b'\n' | b'/')) {
+            j += 1;
+        }
+        Some(j)
+    };
+    match class_of(b, i) {
+        UP | LOW => word(i),
+        DIGIT => {
+            let mut j = i + 1;
+            while j < i + 3 && class_of(b, j) == DIGIT {
+                j += 1;
+            }
+            (j == i + 3 || class_of(b, j) != WIDE).then_some(j)
+        }
+        // a one-character prefix: a word follows, or else punctuation or whitespace
+        c @ (OTHER | SPACE) => match class_of(b, i + 1) {
+            UP | LOW => word(i + 1),
+            WIDE => None,
+            OTHER if b[i] == b' ' => punctuation(i + 1),
+            _ if c == OTHER => punctuation(i),
+            _ => whitespace(s, i),
+        },
+        BREAK => whitespace(s, i),
+        _ => None,
+    }
+}
+
 /// End of the piece that starts at `i` (`i < s.len()`).
 pub fn next_piece(pattern: Builtin, s: &str, i: usize) -> usize {
+    if pattern == Builtin::Gpt4o {
+        if let Some(e) = ascii_piece(s, i) {
+            return e;
+        }
+    }
+    piece_by_chars(pattern, s, i)
+}
+
+/// [`next_piece`] character by character, every alternative in the pattern's order.
+fn piece_by_chars(pattern: Builtin, s: &str, i: usize) -> usize {
     let end = match pattern {
         Builtin::Gpt4o => word(s, i, upper_then_lower)
             .or_else(|| word(s, i, upper_run_then_lower))
@@ -246,6 +387,59 @@ mod tests {
         assert_eq!(pieces(g, "...\n//x"), ["...\n//", "x"]);
         assert_eq!(pieces(g, "ABC"), ["ABC"]);
         assert_eq!(pieces(g, "he'LL"), ["he'LL"]);
+    }
+
+    /// The byte-table path against the character path, on every string of up to 5
+    /// characters from an alphabet with a member of each class that decides a piece.
+    #[test]
+    fn the_ascii_path_equals_the_character_path() {
+        let alphabet = [
+            "a", "Z", " ", "\t", "\n", "\r", "7", ".", "/", "'", "s", "\u{b}", "é", "É", "\u{3000}", "ſ",
+            "\u{663}", "\u{301}", "\u{a0}", "«",
+        ];
+        let k = alphabet.len();
+        let mut text = String::new();
+        for len in 1..=5u32 {
+            for mut code in 0..k.pow(len) {
+                text.clear();
+                for _ in 0..len {
+                    text.push_str(alphabet[code % k]);
+                    code /= k;
+                }
+                let mut i = 0;
+                while i < text.len() {
+                    let slow = piece_by_chars(Builtin::Gpt4o, &text, i);
+                    if let Some(fast) = ascii_piece(&text, i) {
+                        assert_eq!(fast, slow, "{text:?} at {i}");
+                    }
+                    i = slow;
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_eight_byte_run_equals_a_byte_loop() {
+        let alphabet = b"aAzZ@[`{09 \x7f\x80\xc3\xff";
+        let mut x = 0x1234_5678_9ABC_DEF1u64;
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let len = (x % 24) as usize;
+            let b: Vec<u8> = (0..len)
+                .map(|k| alphabet[(x >> (k * 2 % 60)) as usize % alphabet.len()])
+                .collect();
+            for (fold, lo, hi) in [(0x20, b'a', b'z'), (0, b'a', b'z'), (0, b'A', b'Z')] {
+                for i in 0..=len {
+                    let mut want = i;
+                    while want < len && b[want] < 0x80 && (lo..=hi).contains(&(b[want] | fold)) {
+                        want += 1;
+                    }
+                    assert_eq!(ascii_run(&b, i, fold, lo, hi), want, "{b:?} from {i}");
+                }
+            }
+        }
     }
 
     #[test]

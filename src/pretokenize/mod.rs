@@ -103,6 +103,8 @@ pub struct Pretokenizer {
     specific: Vec<bool>,
     /// does Latin use the script pattern?  (then ASCII text is not a single main-pattern run)
     latin_specific: bool,
+    /// the [`ScriptTable`] index of Latin
+    latin: Option<u8>,
 }
 
 impl Pretokenizer {
@@ -141,11 +143,11 @@ impl Pretokenizer {
                 (Some(Matcher::new(p, "script_pattern")?), Some(sorted), specific)
             }
         };
-        let latin_specific = table
-            .index_of("Latin")
-            .is_some_and(|i| specific.get(i as usize) == Some(&true));
+        let latin = table.index_of("Latin");
+        let latin_specific = latin.is_some_and(|i| specific.get(i as usize) == Some(&true));
         Ok(Pretokenizer {
             latin_specific,
+            latin,
             main_pattern: main_pattern.to_string(),
             script_pattern: script_pattern.map(str::to_string),
             scripts,
@@ -166,16 +168,29 @@ impl Pretokenizer {
             return self.main.for_each(text, &mut emit);
         }
         let table = ScriptTable::get();
+        let bytes = text.as_bytes();
         let mut start = 0;
         let mut current: Option<u8> = None; // None: nothing yet
         let mut last_real_end = 0; // byte just after the last character that was not held back
-        for (i, c) in text.char_indices() {
+        let mut i = 0;
+        while i < bytes.len() {
+            if current.is_some() && current == self.latin && bytes[i] < 0x80 {
+                // ASCII inside a Latin run (most of Latin-script text): ASCII letters are Latin
+                // and extend the run, the rest of ASCII is Common and is held back
+                if bytes[i].is_ascii_alphabetic() {
+                    last_real_end = i + 1;
+                }
+                i += 1;
+                continue;
+            }
+            let c = text[i..].chars().next().expect("i is at a character boundary");
             let sc = table.script(c);
+            i += c.len_utf8();
             if Some(sc) == current {
-                last_real_end = i + c.len_utf8();
+                last_real_end = i;
             } else if sc == INHERITED {
                 current.get_or_insert(INHERITED);
-                last_real_end = i + c.len_utf8();
+                last_real_end = i;
             } else if sc == COMMON {
                 current.get_or_insert(COMMON);
             } else {
@@ -189,7 +204,7 @@ impl Pretokenizer {
                     start = last_real_end;
                 }
                 current = Some(sc);
-                last_real_end = i + c.len_utf8();
+                last_real_end = i;
             }
         }
         if start < text.len() {
@@ -238,6 +253,22 @@ mod tests {
         assert_eq!(
             simple.pieces("Hello мир 你好 world!").unwrap(),
             ["Hello", " мир", " 你好", " world", "!"]
+        );
+    }
+
+    #[test]
+    fn ascii_letters_are_latin_and_the_rest_of_ascii_common() {
+        // what the ASCII shortcut inside Latin runs of `for_each` relies on
+        let table = ScriptTable::get();
+        let latin = table.index_of("Latin").unwrap();
+        for b in 0..0x80u8 {
+            let want = if b.is_ascii_alphabetic() { latin } else { COMMON };
+            assert_eq!(table.script(b as char), want, "{b:#04x}");
+        }
+        let p = aware();
+        assert_eq!(
+            p.pieces("naïve café, 東京 x\u{301}y").unwrap(),
+            ["naïve", " café", ",", " 東", "京", " x\u{301}y"]
         );
     }
 
