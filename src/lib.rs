@@ -7,7 +7,8 @@
 //! * [`input`]: training documents from files (`.txt`, `.jsonl`, optionally `.gz`) or memory;
 //! * [`scripts`]: the Unicode 17.0 `Script` table shared with the reference;
 //! * [`pretokenize`]: the GPT-4o matchers, generic regex patterns, script-aware runs;
-//! * [`key`]: inline hash keys for short byte strings (pretokens, tokens);
+//! * [`key`]: inline hash keys for short byte strings (pretokens, tokens), and `ByteMap`, the
+//!   one-cache-line-per-probe table encoding looks pretokens up in;
 //! * [`count`]: stage 1, pretokens and letter runs counted in parallel;
 //! * [`countfile`]: stage 1's result as a file, merged and pruned (`docs/count-format.md`);
 //! * [`tokens`]: the vocabulary (token ids, pairs, the byte base vocabulary);
