@@ -14,7 +14,7 @@ use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::error::{Error, Result};
-use crate::key::{ByteMap, Probe};
+use crate::key::{ByteMap, Prefetched};
 use crate::model::Model;
 use crate::pretokenize::Pretokenizer;
 use crate::tokens::TokenId;
@@ -41,10 +41,7 @@ fn pair_key(a: TokenId, b: TokenId) -> u64 {
     (a as u64) << 32 | b as u64
 }
 
-/// Pretokens looked up together (see `Encoder::encode_pieces`).
-pub(crate) const BLOCK: usize = 16;
-
-/// What `Encoder::encode_block` carries from one block to the next.
+/// What `Encoder::encode_piece` carries from one pretoken to the next.
 struct Pieces {
     /// the current run of single tokens that occur in supermerges is `out[run..]`
     run: usize,
@@ -525,8 +522,8 @@ impl Encoder {
 
     /// Steps 2-4 on `text` (no special tokens in it), with this thread's cache `table` if any.
     ///
-    /// Pretokens go through in blocks of [`BLOCK`]: first every pretoken's shortcut slot is
-    /// prefetched, then they are looked up and handled in order.  A lookup is one cache line
+    /// Pretokens go through in blocks ([`Prefetched`]): first every pretoken's shortcut slot
+    /// is prefetched, then they are looked up and handled in order.  A lookup is one cache line
     /// that is often not in L2 (the 32K table is 1 MB); looked up one at a time, each
     /// pretoken waited for its line (perf, 32K BPE model, 4 MB of Gutenberg: 12 % of all
     /// samples on the slot's first load), while a block's loads overlap (1.1x faster than the
@@ -545,17 +542,18 @@ impl Encoder {
             tokens: Vec::new(),
             failed: None,
         };
-        let mut block = [""; BLOCK];
-        let mut n = 0;
-        self.pretokenizer.for_each(text, |piece| {
-            block[n] = piece;
-            n += 1;
-            if n == BLOCK {
-                self.encode_block(&block, shortcut, table.as_deref_mut(), out, &mut state);
-                n = 0;
-            }
-        })?;
-        self.encode_block(&block[..n], shortcut, table, out, &mut state);
+        if shortcut {
+            let mut blocks = Prefetched::new(&self.shortcut, |piece, id| {
+                self.encode_piece(piece, id, table.as_deref_mut(), out, &mut state)
+            });
+            self.pretokenizer
+                .for_each(text, |piece| blocks.push(piece.as_bytes()))?;
+            blocks.finish();
+        } else {
+            self.pretokenizer.for_each(text, |piece| {
+                self.encode_piece(piece.as_bytes(), None, table.as_deref_mut(), out, &mut state)
+            })?;
+        }
         if let Some(e) = state.failed {
             return Err(e);
         }
@@ -563,58 +561,49 @@ impl Encoder {
         Ok(())
     }
 
-    /// Steps 3-4 on a block of consecutive pretokens (see `encode_pieces`).
-    fn encode_block(
+    /// Steps 3-4 on one pretoken, `raw`, which is the token `single` when the shortcut found it.
+    #[inline]
+    fn encode_piece(
         &self,
-        pieces: &[&str],
-        shortcut: bool,
-        mut table: Option<&mut Table>,
+        raw: &[u8],
+        single: Option<TokenId>,
+        table: Option<&mut Table>,
         out: &mut Vec<TokenId>,
         state: &mut Pieces,
     ) {
-        let mut probes = [Probe::default(); BLOCK];
-        if shortcut {
-            for (probe, piece) in probes.iter_mut().zip(pieces) {
-                *probe = self.shortcut.probe(piece.as_bytes());
-                self.shortcut.prefetch(probe);
-            }
+        if state.failed.is_some() {
+            return;
         }
-        for (&probe, piece) in probes.iter().zip(pieces) {
-            if state.failed.is_some() {
+        if let Some(id) = single {
+            // the common case, without the buffer
+            if self.super_part[id as usize] == 0 {
+                self.flush(out, state.run);
+                out.push(id);
+                state.run = out.len();
+            } else {
+                out.push(id);
+            }
+            return;
+        }
+        let tokens = &mut state.tokens;
+        tokens.clear();
+        if let Some(ids) = table.as_deref().and_then(|t| t.get(raw)) {
+            tokens.extend_from_slice(ids);
+        } else {
+            if let Err(e) = self.merge_pretoken(raw, tokens) {
+                state.failed = Some(e);
                 return;
             }
-            let raw = piece.as_bytes();
-            if let Some(id) = shortcut.then(|| self.shortcut.find(raw, probe)).flatten() {
-                // the common case, without the buffer
-                if self.super_part[id as usize] == 0 {
-                    self.flush(out, state.run);
-                    out.push(id);
-                    state.run = out.len();
-                } else {
-                    out.push(id);
-                }
-                continue;
+            if let Some(t) = table {
+                t.insert(raw, tokens);
             }
-            let tokens = &mut state.tokens;
-            tokens.clear();
-            if let Some(ids) = table.as_deref().and_then(|t| t.get(raw)) {
-                tokens.extend_from_slice(ids);
-            } else {
-                if let Err(e) = self.merge_pretoken(raw, tokens) {
-                    state.failed = Some(e);
-                    return;
-                }
-                if let Some(t) = table.as_deref_mut() {
-                    t.insert(raw, tokens);
-                }
-            }
-            if tokens.len() == 1 && self.super_part[tokens[0] as usize] != 0 {
-                out.push(tokens[0]);
-            } else {
-                self.flush(out, state.run);
-                out.extend_from_slice(tokens);
-                state.run = out.len();
-            }
+        }
+        if tokens.len() == 1 && self.super_part[tokens[0] as usize] != 0 {
+            out.push(tokens[0]);
+        } else {
+            self.flush(out, state.run);
+            out.extend_from_slice(tokens);
+            state.run = out.len();
         }
     }
 

@@ -337,6 +337,13 @@ fn hand_over(
     }
 }
 
+/// A block buffer: `given` (one a consumer gave back) emptied, or a new one of `capacity`.
+fn emptied(given: Option<Vec<u8>>, capacity: usize) -> Vec<u8> {
+    let mut b = given.unwrap_or_else(|| Vec::with_capacity(capacity));
+    b.clear();
+    b
+}
+
 /// Call `f` with the documents of `paths`, a block of about `batch_bytes` at a time (see
 /// [`read_blocks`]), reading on the calling thread.
 pub fn for_each_batch(
@@ -349,11 +356,7 @@ pub fn for_each_batch(
     // (one buffer, given back by `send` and taken again by `spare`)
     let returned: std::cell::Cell<Option<Vec<u8>>> = std::cell::Cell::new(None);
     let capacity = batch_bytes + (1 << 16);
-    let mut spare = || {
-        let mut b = returned.take().unwrap_or_else(|| Vec::with_capacity(capacity));
-        b.clear();
-        b
-    };
+    let mut spare = || emptied(returned.take(), capacity);
     let mut send = |block: Block| {
         hand_over(&block, &paths[block.file], text_field, f)?;
         returned.set(Some(block.text.into_bytes()));
@@ -380,13 +383,7 @@ pub fn for_each_batch_ahead(
         let reader = std::thread::Builder::new()
             .name("superword-read".into())
             .spawn_scoped(scope, move || {
-                let mut spare = || {
-                    let mut b = given_back
-                        .try_recv()
-                        .unwrap_or_else(|_| Vec::with_capacity(capacity));
-                    b.clear();
-                    b
-                };
+                let mut spare = || emptied(given_back.try_recv().ok(), capacity);
                 // (a failed send means the consumer stopped: its error is the one returned)
                 let mut send = |b: Block| blocks.send(Ok(b)).map_err(|_| Error::Interrupted);
                 if let Err(e) = read_blocks(paths, batch_bytes, stop, &mut spare, &mut send) {

@@ -10,9 +10,8 @@ use rustc_hash::FxHashMap;
 
 use crate::encode::cache::Table;
 use crate::encode::cache::{self, PieceCache};
-use crate::encode::BLOCK;
 use crate::error::{Error, Result};
-use crate::key::{ByteMap, Probe};
+use crate::key::{ByteMap, Prefetched};
 use crate::pretokenize::Matcher;
 
 #[derive(Clone)]
@@ -218,51 +217,38 @@ impl RankEncoder {
     fn encode_into(&self, text: &str, out: &mut Vec<u32>) -> Result<()> {
         self.cache.with(|mut table| {
             let mut error = None;
-            let mut block = [""; BLOCK];
-            let mut n = 0;
-            self.matcher.for_each_piece(text, &mut |piece: &str| {
-                block[n] = piece;
-                n += 1;
-                if n == BLOCK {
-                    self.encode_block(&block, table.as_deref_mut(), out, &mut error);
-                    n = 0;
-                }
-            })?;
-            self.encode_block(&block[..n], table, out, &mut error);
+            let mut blocks = Prefetched::new(&self.lookup, |raw, rank| match rank {
+                Some(id) => out.push(id),
+                None => self.merge_cached(raw, table.as_deref_mut(), out, &mut error),
+            });
+            self.matcher
+                .for_each_piece(text, &mut |piece: &str| blocks.push(piece.as_bytes()))?;
+            blocks.finish();
             error.map_or(Ok(()), Err)
         })
     }
 
-    fn encode_block(
+    /// A piece that is not a token: its ids from this thread's cache, or merged (and cached).
+    fn merge_cached(
         &self,
-        pieces: &[&str],
-        mut table: Option<&mut Table>,
+        raw: &[u8],
+        table: Option<&mut Table>,
         out: &mut Vec<u32>,
         error: &mut Option<Error>,
     ) {
-        let mut probes = [Probe::default(); BLOCK];
-        for (probe, piece) in probes.iter_mut().zip(pieces) {
-            *probe = self.lookup.probe(piece.as_bytes());
-            self.lookup.prefetch(probe);
+        if let Some(ids) = table.as_deref().and_then(|t| t.get(raw)) {
+            out.extend_from_slice(ids);
+            return;
         }
-        for (&probe, piece) in probes.iter().zip(pieces) {
-            let raw = piece.as_bytes();
-            if let Some(id) = self.lookup.find(raw, probe) {
-                out.push(id);
-            } else if let Some(ids) = table.as_deref().and_then(|t| t.get(raw)) {
-                out.extend_from_slice(ids);
-            } else {
-                let start = out.len();
-                match self.merge_piece(raw, out) {
-                    Ok(()) => {
-                        if let Some(t) = table.as_deref_mut() {
-                            t.insert(raw, &out[start..]);
-                        }
-                    }
-                    Err(e) => {
-                        error.get_or_insert(e);
-                    }
+        let start = out.len();
+        match self.merge_piece(raw, out) {
+            Ok(()) => {
+                if let Some(t) = table {
+                    t.insert(raw, &out[start..]);
                 }
+            }
+            Err(e) => {
+                error.get_or_insert(e);
             }
         }
     }
