@@ -434,7 +434,7 @@ impl Encoder {
     }
 
     /// The packed `index << 32 | result` of the supermerge of `(a, b)`, or [`NO_PAIR`].
-    #[inline]
+    #[inline(always)]
     fn super_rank(&self, a: TokenId, b: TokenId) -> u64 {
         let part = &self.super_part;
         if part[a as usize] & 1 == 0 || part[b as usize] & 2 == 0 {
@@ -456,16 +456,7 @@ impl Encoder {
     /// two as one lookup.  Longer runs (rare in prose) take the heap ([`merge_heap`]), so
     /// that a long run costs O(n log n), not a pass over it per distinct supermerge.
     fn supermerge(&self, run: &mut [TokenId]) -> usize {
-        let n = run.len();
-        if n == 2 {
-            let r = self.super_rank(run[0], run[1]);
-            if r == NO_PAIR {
-                return 2;
-            }
-            run[0] = r as TokenId;
-            return 1;
-        }
-        if n > SMALL_RUN {
+        if run.len() > SMALL_RUN {
             let mut tokens = run.to_vec();
             merge_heap(
                 &mut tokens,
@@ -776,6 +767,36 @@ fn merge_small(run: &mut [TokenId], rank: impl Fn(TokenId, TokenId) -> u64) -> u
     if n < 2 {
         return n;
     }
+    if n == 2 {
+        // the most common run: one lookup
+        let r = rank(run[0], run[1]);
+        if r == NO_PAIR {
+            return 2;
+        }
+        run[0] = r as TokenId;
+        return 1;
+    }
+    if n == 3 {
+        // the next most common run, without the scan's loops (same steps)
+        let (r0, r1) = (rank(run[0], run[1]), rank(run[1], run[2]));
+        if r0 == NO_PAIR && r1 == NO_PAIR {
+            return 3;
+        }
+        // a tie is the pair twice, `(t, t), (t, t)`: the leftmost goes first
+        let (left, right) = if r0 <= r1 {
+            (r0 as TokenId, run[2])
+        } else {
+            (run[0], r1 as TokenId)
+        };
+        let r = rank(left, right);
+        if r == NO_PAIR {
+            run[0] = left;
+            run[1] = right;
+            return 2;
+        }
+        run[0] = r as TokenId;
+        return 1;
+    }
     // ranks[i]: the pair (run[i], run[i + 1])
     let mut ranks = [NO_PAIR; SMALL_RUN];
     for i in 0..n - 1 {
@@ -783,11 +804,40 @@ fn merge_small(run: &mut [TokenId], rank: impl Fn(TokenId, TokenId) -> u64) -> u
     }
     let mut len = n;
     loop {
-        let best = ranks[..len - 1].iter().copied().min().unwrap_or(NO_PAIR);
+        // the smallest rank and where it first occurs
+        let (mut best, mut at) = (ranks[0], 0);
+        for (i, &r) in ranks[..len - 1].iter().enumerate().skip(1) {
+            if r < best {
+                (best, at) = (r, i);
+            }
+        }
         if best == NO_PAIR {
             return len;
         }
         let merged = best as TokenId; // the low half
+        if !ranks[(at + 2).min(len - 1)..len - 1].contains(&best) {
+            // the pair occurs once (apart from an overlapping `(t, t)` that this merge uses
+            // up): merge it, close the gap, look up its two new neighbours
+            run[at] = merged;
+            for i in at + 1..len - 1 {
+                run[i] = run[i + 1];
+            }
+            for i in at + 1..len - 2 {
+                ranks[i] = ranks[i + 1];
+            }
+            len -= 1;
+            if len < 2 {
+                return len;
+            }
+            if at > 0 {
+                ranks[at - 1] = rank(run[at - 1], merged);
+            }
+            if at + 1 < len {
+                ranks[at] = rank(merged, run[at + 1]);
+            }
+            continue;
+        }
+        // several occurrences: all of them, left to right, before any new pair counts
         let mut fresh: u64 = 0; // bit j: run[j] was just made
         let (mut read, mut write) = (0, 0);
         while read < len {
