@@ -534,7 +534,7 @@ impl Encoder {
             failed: None,
         };
         if shortcut {
-            let mut blocks = Prefetched::new(&self.shortcut, |piece, id| {
+            let mut blocks = Prefetched::new(&self.shortcut, text.as_bytes(), |piece, id| {
                 self.encode_piece(piece, id, table.as_deref_mut(), out, &mut state)
             });
             self.pretokenizer

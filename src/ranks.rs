@@ -217,7 +217,7 @@ impl RankEncoder {
     fn encode_into(&self, text: &str, out: &mut Vec<u32>) -> Result<()> {
         self.cache.with(|mut table| {
             let mut error = None;
-            let mut blocks = Prefetched::new(&self.lookup, |raw, rank| match rank {
+            let mut blocks = Prefetched::new(&self.lookup, text.as_bytes(), |raw, rank| match rank {
                 Some(id) => out.push(id),
                 None => self.merge_cached(raw, table.as_deref_mut(), out, &mut error),
             });
