@@ -312,7 +312,11 @@ fn ascii_word(s: &str, j: usize) -> Option<usize> {
         return None;
     }
     // a contraction starts with an apostrophe; most words end without one
-    Some(if b.get(j) == Some(&b'\'') { contraction(s, j) } else { j })
+    Some(if b.get(j) == Some(&b'\'') {
+        contraction(s, j)
+    } else {
+        j
+    })
 }
 
 /// [`ascii_piece`]'s ` ?[^\s\p{L}\p{N}]+[\r\n/]*` from its first "other" character at `j`.
