@@ -311,6 +311,7 @@ fn train_counted(counts: Counts, config: &Config, control: &dyn Control, stats: 
             (stage3, n)
         }
     };
+    drop(token_of);
     control.progress("candidates", reported as u64, reported as u64)?;
     stats.push(("candidates", clock.elapsed().as_secs_f64()));
 
