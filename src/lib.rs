@@ -45,27 +45,19 @@ pub mod train;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// mimalloc's `mi_option_purge_delay` (its place in `mi_option_e` of `mimalloc.h`, the same in
-/// mimalloc 2 and 3; the `-sys` crate names no constant for it).
-const MI_OPTION_PURGE_DELAY: std::ffi::c_int = 15;
-
-/// How long freed memory stays with the process before mimalloc gives it back, in ms.
-pub const PURGE_DELAY_MS: std::ffi::c_long = 100;
-
-/// Give freed memory back to the system after [`PURGE_DELAY_MS`] instead of mimalloc 3's
-/// default of a second, unless the environment variable `MIMALLOC_PURGE_DELAY` says
-/// otherwise.  Training frees large tables between stages (the counting tables, the letter
-/// runs, stage 3's flat candidates) and allocates the next stage's at once: kept for a second,
-/// the freed pages stayed resident while the new ones were touched, and the peak RSS of a
-/// BoundlessBPE training (100 MB of Gutenberg, 32,768, two threads) varied from 400 to 476 MB
-/// from run to run; after 100 ms it was 364 MB (after 10 ms 343 MB, but small trainings,
-/// which free and allocate again within milliseconds, looked slower with that, though
-/// within the noise of a shared machine).
-pub fn tune_allocator() {
-    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
-        // SAFETY: sets one of mimalloc's global options, which it reads atomically
-        unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS) };
-    }
+/// Give the memory freed so far back to the system now (mimalloc's forced collection, on
+/// every thread of the current rayon pool and on this one).  Training calls it between stages,
+/// where large tables have just been freed and the next stage's are about to be touched:
+/// mimalloc 3 keeps freed pages for a second (its purge delay), so they stayed resident while
+/// the next stage's pages were added, and the peak RSS of a BoundlessBPE training (100 MB of
+/// Gutenberg, 32,768, two threads) varied from 400 to 476 MB from run to run.  A shorter
+/// purge delay for the whole run (100 ms) gave 364 MB but made phase 2 slower (pages freed
+/// and taken again within a stage were faulted in anew); collecting only at the stage
+/// boundaries leaves the stages as they were.
+pub fn release_freed_memory() {
+    // SAFETY: mi_collect only walks mimalloc's own structures for the calling thread
+    rayon::broadcast(|_| unsafe { libmimalloc_sys::mi_collect(true) });
+    unsafe { libmimalloc_sys::mi_collect(true) };
 }
 
 #[cfg(feature = "python")]
@@ -84,27 +76,5 @@ impl XorShift {
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
         self.0 % n
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_allocator_option_set_is_the_purge_delay() {
-        if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
-            return; // the environment decides, and tune_allocator leaves it alone
-        }
-        // SAFETY: reads mimalloc's options
-        let get = || unsafe { libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY) };
-        // mimalloc 3's default purge delay, a value no neighbouring option has by default
-        assert_eq!(
-            get(),
-            1000,
-            "option {MI_OPTION_PURGE_DELAY} is not the purge delay"
-        );
-        tune_allocator();
-        assert_eq!(get(), PURGE_DELAY_MS);
     }
 }

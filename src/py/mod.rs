@@ -278,10 +278,4 @@ mod _core {
         _panic_for_test, char_class_table, minbpe_train, pretokenize, script_names, script_table,
         train_files, train_iter, version, PyMinbpeEncoder, PyTokenizer,
     };
-
-    #[pymodule_init]
-    fn init(_module: &pyo3::Bound<'_, pyo3::types::PyModule>) -> pyo3::PyResult<()> {
-        crate::tune_allocator();
-        Ok(())
-    }
 }

@@ -82,7 +82,9 @@ const NOT_ELIGIBLE: TokenId = TokenId::MAX;
 /// all threads at once, and each is freed as a whole once read: reading them side by side
 /// held every table and every flat at once, the peak memory of a BoundlessBPE training
 /// (100 MB of Gutenberg, 32,768, two threads: 441-464 MB, now 396-423), and the boxed runs
-/// of a table freed one by one while another was read left its pages mostly in use.
+/// of a table freed one by one while another was read left its pages mostly in use.  A
+/// table's pages go back to the system before the next is read (see
+/// `release_freed_memory`).
 fn flatten(runs: Runs, token_of: &[Option<TokenId>]) -> Vec<Flat> {
     let threads = rayon::current_num_threads().max(1);
     let mut flats: Vec<Flat> = (0..threads).map(|_| Flat::default()).collect();
@@ -114,6 +116,9 @@ fn flatten(runs: Runs, token_of: &[Option<TokenId>]) -> Vec<Flat> {
                     flat.close(start, count);
                 }
             });
+        drop(entries);
+        drop(table);
+        crate::release_freed_memory(); // (the table's pages, before the next one's flats)
     }
     flats
 }

@@ -239,6 +239,9 @@ pub fn train_counts(
 /// Stages 2 to 4, on the current rayon pool.
 fn train_counted(counts: Counts, config: &Config, control: &dyn Control, stats: &mut Stats) -> Result<Model> {
     let (words, runs) = (counts.words, counts.runs);
+    // (before each stage, the tables the last one freed go back to the system: see
+    // `release_freed_memory`)
+    crate::release_freed_memory();
     if words.iter().all(|(w, c)| w.is_empty() || *c == 0) {
         return Err(Error::Value(
             "the corpus is empty: no document contains any text".into(),
@@ -260,6 +263,7 @@ fn train_counted(counts: Counts, config: &Config, control: &dyn Control, stats: 
 
     // 3. supermerge candidates: letter runs cut at pretokens that are not single tokens
     let clock = Instant::now();
+    crate::release_freed_memory();
     let encoder = Encoder::new(&word_model, false)?;
     // (the encoder's ids are the final vocabulary's; training's are `word.order`'s entries)
     let token_of: Vec<Option<TokenId>> = words
@@ -317,6 +321,7 @@ fn train_counted(counts: Counts, config: &Config, control: &dyn Control, stats: 
 
     // 4. phase 2
     let clock = Instant::now();
+    crate::release_freed_memory();
     let model = match (config.algorithm, candidates) {
         (Algorithm::Boundless, Stage3::Cut(candidates)) => {
             let b = train_boundless(&word, candidates, control)?;
