@@ -116,9 +116,10 @@ fn flatten(runs: Runs, token_of: &[Option<TokenId>]) -> Vec<Flat> {
                     flat.close(start, count);
                 }
             });
+        let n = entries.len();
         drop(entries);
         drop(table);
-        crate::release_freed_memory(); // (the table's pages, before the next one's flats)
+        crate::release_freed_memory(n); // (the table's pages, before the next one's flats)
     }
     flats
 }
