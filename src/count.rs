@@ -12,9 +12,10 @@
 //! Phase 2 needs the runs, and the input may be a Python iterator that can be read only once,
 //! so the runs are kept (as pretoken ids, aggregated) instead of re-reading the corpus.  They
 //! cost memory only for BoundlessBPE and SuperBPE; plain BPE does not collect them.  Measured
-//! on 100 MB of Gutenberg text: 2.7 M distinct runs; peak RSS about 170 MB for BPE and
-//! 450-480 MB for BoundlessBPE at 32,768 (the runs, then the candidates and phase 2's tables;
-//! stage 3 frees each table of runs once it is translated, see `train/candidates.rs`).  Re-reading
+//! on 100 MB of Gutenberg text: 2.7 M distinct runs; peak RSS about 150-180 MB for BPE and
+//! 375-417 MB for BoundlessBPE at 32,768 (the runs, then the candidates and phase 2's tables;
+//! stage 3 frees each table of runs once it is translated, see `train/candidates.rs`, and
+//! freed memory goes back to the system between stages, see `release_freed_memory`).  Re-reading
 //! files instead would save the runs' share but pay pre-tokenization twice (0.7 s here) and
 //! still not work for iterators.
 

@@ -2,7 +2,7 @@
 //! BoundlessBPE, SuperBPE) with its encoder, or a tiktoken ranks model.  Every question the
 //! seam's one `Tokenizer` class asks is answered here, once for both kinds.
 
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 
 use crate::encode::{Encode, Encoder};
 use crate::error::{Error, Result};
@@ -13,10 +13,12 @@ use crate::ranks::{self, RankEncoder};
 #[allow(clippy::large_enum_variant)]
 pub enum Tokenizer {
     /// a trained or loaded model; `greedy_split`: encoding cuts runs into the n-grams of
-    /// training (SPEC 3.1), else the paper's encoding
+    /// training (SPEC 3.1), else the paper's encoding.  The encoder of a loaded model is built
+    /// at once (a bad file is refused on loading); a trained model's on first use (see
+    /// [`Tokenizer::trained`]).
     Superword {
         model: Model,
-        encoder: Encoder,
+        encoder: OnceLock<std::result::Result<Encoder, Unbuilt>>,
         greedy_split: bool,
     },
     /// a `.tiktoken` ranks model, encoding exactly as tiktoken does
@@ -28,9 +30,20 @@ impl Tokenizer {
         let encoder = Encoder::new(&model, greedy_split)?;
         Ok(Tokenizer::Superword {
             model,
-            encoder,
+            encoder: OnceLock::from(Ok(encoder)),
             greedy_split,
         })
+    }
+
+    /// A model training just made, with the paper's encoding; its encoder is built when it
+    /// is first needed.  (Building it, the reachable set above all, was 4-6 ms of a 30 ms
+    /// training on taylorswift.txt, paid even when the model is only saved.)
+    pub fn trained(model: Model) -> Tokenizer {
+        Tokenizer::Superword {
+            model,
+            encoder: OnceLock::new(),
+            greedy_split: false,
+        }
     }
 
     /// Load a "BoundlessBPE v2" model file.  With `greedy_split` the n-gram table comes from
@@ -52,7 +65,14 @@ impl Tokenizer {
 
     pub fn encoder(&self) -> &dyn Encode {
         match self {
-            Tokenizer::Superword { encoder, .. } => encoder,
+            Tokenizer::Superword {
+                model,
+                encoder,
+                greedy_split,
+            } => match built(model, encoder, *greedy_split) {
+                Ok(encoder) => encoder,
+                Err(unbuilt) => unbuilt,
+            },
             Tokenizer::Ranks(r) => r,
         }
     }
@@ -106,7 +126,14 @@ impl Tokenizer {
     /// The id of a regular or superword token given by its bytes.
     pub fn id_of(&self, token: &[u8]) -> Option<u32> {
         match self {
-            Tokenizer::Superword { encoder, .. } => encoder.id_of(token),
+            Tokenizer::Superword {
+                model,
+                encoder,
+                greedy_split,
+            } => match built(model, encoder, *greedy_split) {
+                Ok(encoder) => encoder.id_of(token),
+                Err(_) => model.vocab.iter().position(|t| t == token).map(|i| i as u32),
+            },
             Tokenizer::Ranks(r) => r.model.ranks.get(token).copied(),
         }
     }
@@ -173,6 +200,47 @@ impl Tokenizer {
             Tokenizer::Superword { model, .. } => ranks::dumps_model(model),
             Tokenizer::Ranks(r) => Ok(ranks::dumps(r.items())),
         }
+    }
+}
+
+/// The encoder of a superword model, built now if it was not yet.
+fn built<'a>(
+    model: &Model,
+    encoder: &'a OnceLock<std::result::Result<Encoder, Unbuilt>>,
+    greedy_split: bool,
+) -> &'a std::result::Result<Encoder, Unbuilt> {
+    encoder.get_or_init(|| Encoder::new(model, greedy_split).map_err(|e| Unbuilt(e.to_string())))
+}
+
+/// The encoder of a trained model that could not be built (a bug of ours: training makes
+/// consistent models): every call that encodes or decodes gives the error.
+pub struct Unbuilt(String);
+
+impl Unbuilt {
+    fn error(&self) -> Error {
+        Error::internal(&format!(
+            "cannot build the encoder of the trained model: {}",
+            self.0
+        ))
+    }
+}
+
+impl Encode for Unbuilt {
+    fn encode_ordinary(&self, _: &str) -> Result<Vec<u32>> {
+        Err(self.error())
+    }
+
+    fn decode_bytes(&self, _: &[i64]) -> Result<Vec<u8>> {
+        Err(self.error())
+    }
+
+    /// (no id reaches here: encoding fails first)
+    fn token(&self, _: u32) -> &[u8] {
+        &[]
+    }
+
+    fn encode_append(&self, _: &str, _: &[String], _: &mut Vec<u32>) -> Result<()> {
+        Err(self.error())
     }
 }
 
@@ -255,6 +323,34 @@ mod tests {
         }
         assert!(t.is_superword(items.len() as i64).is_err());
         assert!(t.is_superword(-1).is_err());
+    }
+
+    #[test]
+    fn a_trained_model_builds_its_encoder_on_first_use_and_encodes_alike() {
+        let path = golden("taylorswift_400_v600/boundless.model");
+        let model = v2::read(&path).unwrap();
+        let eager = Tokenizer::new(model.clone(), false).unwrap();
+        let lazy = Tokenizer::trained(model.clone());
+        let Tokenizer::Superword { encoder, .. } = &lazy else {
+            panic!("a superword model")
+        };
+        assert!(encoder.get().is_none(), "nothing built before use");
+        let text = "Taylor Swift's songs, again and again: the shortest and the longest. ".repeat(20);
+        let ids = eager.encoder().encode_ordinary(&text).unwrap();
+        assert_eq!(lazy.encoder().encode_ordinary(&text).unwrap(), ids);
+        for (id, bytes, _) in eager.vocab_items() {
+            assert_eq!(lazy.id_of(bytes), Some(id));
+        }
+        // a model no encoder can be built for (never made by training) fails when used, and
+        // still answers what needs no encoder
+        let mut broken = model;
+        let a = broken.vocab.iter().position(|t| t == b"a").unwrap();
+        broken.vocab[a] = b"\xff\xfe".to_vec();
+        let broken = Tokenizer::trained(broken);
+        let err = broken.encoder().encode_ordinary("a").unwrap_err();
+        assert!(matches!(err, Error::Runtime(m) if m.contains("internal error") && m.contains("missing")));
+        assert!(broken.encoder().decode_bytes(&[1]).is_err());
+        assert_eq!(broken.id_of(b"b"), eager.id_of(b"b"));
     }
 
     #[test]

@@ -49,6 +49,9 @@ def test_custom_patterns_train_identically(aware):
 
 
 def test_a_bad_pattern_is_named():
-    for backend in ("reference", "rust"):
+    # (twice each: a checked pre-tokenization is remembered, a refused one must not be)
+    for backend in ("reference", "rust", "reference", "rust"):
         with pytest.raises(ValueError, match="pattern is not a valid regular expression"):
             superword.train(DOCS, 300, pattern="(unclosed", backend=backend)
+        with pytest.raises(ValueError, match="unknown script name"):
+            superword.train(DOCS, 300, scripts=["Han", "Not_A_Script"], backend=backend)

@@ -7,6 +7,7 @@ Python, :mod:`superword.reference`).  Both produce byte-identical models and ide
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import math
 import os
@@ -156,8 +157,15 @@ def pretokenization(script_aware: bool, scripts: Iterable[str] | None, pattern: 
         names = sorted(set(scripts if scripts is not None else _pretok.DEFAULT_SCRIPTS))
     else:
         script, names = None, None
-    _pretok.Pretokenizer(main, script, names)  # one place for pattern and script checks
+    _check_pretokenization(main, script, None if names is None else tuple(names))
     return main, script, names
+
+
+@functools.lru_cache(maxsize=16)
+def _check_pretokenization(main: str, script: str | None, names: tuple[str, ...] | None) -> None:
+    """One place for pattern and script checks (a valid combination is remembered: building the
+    reference pre-tokenizer to check it was 0.4 ms of a 25 ms training on taylorswift.txt)."""
+    _pretok.Pretokenizer(main, script, names)
 
 
 def train(inputs: Any = None, vocab_size: int = 32768, algorithm: str = "boundless",

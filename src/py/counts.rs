@@ -239,7 +239,7 @@ pub(crate) fn train_counts(
         let mut stats = Vec::new();
         let model = train_from(table.to_counts(with_runs), &config, &pool, &**control, &mut stats)?;
         // the paper's encoding, without the greedy split (SPEC 3.1)
-        Ok((Tokenizer::new(model, false)?, stats))
+        Ok((Tokenizer::trained(model), stats))
     })?;
     Ok(PyTokenizer::new(tokenizer, stats))
 }

@@ -127,7 +127,7 @@ fn train(
         let mut stats = Vec::new();
         let model = crate::train::train(&mut *documents(control), &config, &pool, &**control, &mut stats)?;
         // the paper's encoding, without the greedy split (SPEC 3.1)
-        Ok((Tokenizer::new(model, false)?, stats))
+        Ok((Tokenizer::trained(model), stats))
     })?;
     Ok(PyTokenizer::new(tokenizer, stats))
 }

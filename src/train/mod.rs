@@ -33,6 +33,19 @@
 //! sorting words by count before phase 1 (arena locality), counting a run without boxing it
 //! first, and leaving pairs counted once out of the heap (phase 2's heap holds only ~37,000
 //! pairs at 100 MB/32,768: the cut candidates keep few).
+//!
+//! Round 4 (issue 12).  Peak memory: mimalloc 3 keeps freed pages for a second before giving
+//! them back, so each stage's freed tables (counting's, phase 1's, the letter runs) stayed
+//! resident while the next stage touched its own, and BoundlessBPE's peak RSS (100 MB,
+//! 32,768, two threads) varied from 400 to 476 MB between runs; the freed memory now goes
+//! back at each stage boundary (`crate::release_freed_memory`), and stage 3 reads the
+//! counting tables' runs one table at a time (`candidates.rs`): 360-375 MB.  Small trainings
+//! (taylorswift.txt, 5,000, one thread, ~20-30 ms): the final model's encoder is no longer
+//! built after training (`Tokenizer::trained`, built on first use), nor the Python side's
+//! reference pre-tokenizer for every call.  What is left of such a training: phase 1's merge
+//! loop is about half (about 3 µs per merge: the lazy heap's pops and pushes with the SPEC
+//! tie-break, pair-table look-ups, rewriting words), counting a sixth, fresh pages zeroed by
+//! the kernel and mimalloc's page set-up about a tenth.
 
 pub mod boundless;
 pub mod bpe;
@@ -239,6 +252,10 @@ pub fn train_counts(
 /// Stages 2 to 4, on the current rayon pool.
 fn train_counted(counts: Counts, config: &Config, control: &dyn Control, stats: &mut Stats) -> Result<Model> {
     let (words, runs) = (counts.words, counts.runs);
+    let words_len = words.len();
+    // (before each stage, the tables the last one freed go back to the system: see
+    // `release_freed_memory`)
+    crate::release_freed_memory(words_len);
     if words.iter().all(|(w, c)| w.is_empty() || *c == 0) {
         return Err(Error::Value(
             "the corpus is empty: no document contains any text".into(),
@@ -260,6 +277,7 @@ fn train_counted(counts: Counts, config: &Config, control: &dyn Control, stats: 
 
     // 3. supermerge candidates: letter runs cut at pretokens that are not single tokens
     let clock = Instant::now();
+    crate::release_freed_memory(words_len);
     let encoder = Encoder::new(&word_model, false)?;
     // (the encoder's ids are the final vocabulary's; training's are `word.order`'s entries)
     let token_of: Vec<Option<TokenId>> = words
@@ -311,11 +329,13 @@ fn train_counted(counts: Counts, config: &Config, control: &dyn Control, stats: 
             (stage3, n)
         }
     };
+    drop(token_of);
     control.progress("candidates", reported as u64, reported as u64)?;
     stats.push(("candidates", clock.elapsed().as_secs_f64()));
 
     // 4. phase 2
     let clock = Instant::now();
+    crate::release_freed_memory(words_len);
     let model = match (config.algorithm, candidates) {
         (Algorithm::Boundless, Stage3::Cut(candidates)) => {
             let b = train_boundless(&word, candidates, control)?;
