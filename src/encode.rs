@@ -450,8 +450,8 @@ impl Encoder {
         self.super_ranks.get(&pair_key(a, b)).copied().unwrap_or(NO_PAIR)
     }
 
-    /// Supermerges on one run of single-token pretokens, smallest index first, in place;
-    /// returns the run's new length.
+    /// Supermerges on the run of single-token pretokens `out[start..]`, smallest index first,
+    /// in place (`out` ends where the run now ends).
     ///
     /// Profile (perf, 32K BoundlessBPE trained on 20 MB of Gutenberg, 4 MB encoded): runs
     /// average about 3 tokens, 84 % of them get at least one supermerge and the bits of
@@ -459,24 +459,35 @@ impl Encoder {
     /// saves little; the cost was the general scan's overhead around the lookups (its kept
     /// ranks built by an iterator, a second vector of flags, the run copied out).  Runs of
     /// up to [`SMALL_RUN`] tokens therefore use a scan of their own: packed ranks on the
-    /// stack (the minimum is a plain `u64` minimum), the new tokens as a bit mask, a run of
-    /// two as one lookup.  Longer runs (rare in prose) take the heap ([`merge_heap`]), so
-    /// that a long run costs O(n log n), not a pass over it per distinct supermerge.
-    fn supermerge(&self, run: &mut [TokenId]) -> usize {
-        if run.len() > SMALL_RUN {
-            let mut tokens = run.to_vec();
+    /// stack (the minimum is a plain `u64` minimum), the new tokens as a bit mask, runs of
+    /// two and three without loops, and runs of 4 to [`TINY_RUN`] fixed-width steps
+    /// ([`merge_tiny`]; the run is padded in `out` with an id that is in no supermerge).
+    /// Longer runs (rare in prose) take the heap ([`merge_heap`]), so that a long run costs
+    /// O(n log n), not a pass over it per distinct supermerge.
+    fn supermerge(&self, out: &mut Vec<TokenId>, start: usize) {
+        let n = out.len() - start;
+        let rank = |a, b| self.super_rank(a, b);
+        let len = if (4..=TINY_RUN).contains(&n) {
+            let pad = (self.super_part.len() - 1) as TokenId;
+            out.extend_from_slice(&[pad; TINY_RUN + 1]);
+            let window = (&mut out[start..start + TINY_RUN + 1]).try_into().unwrap();
+            merge_tiny(window, n, rank)
+        } else if n <= SMALL_RUN {
+            merge_small(&mut out[start..], rank)
+        } else {
+            let mut tokens = out.split_off(start);
             merge_heap(
                 &mut tokens,
                 |a, b| {
-                    let r = self.super_rank(a, b);
+                    let r = rank(a, b);
                     (r != NO_PAIR).then_some(((r >> 32) as u32, r as TokenId))
                 },
                 false,
             );
-            run[..tokens.len()].copy_from_slice(&tokens);
-            return tokens.len();
-        }
-        merge_small(run, |a, b| self.super_rank(a, b))
+            out.extend_from_slice(&tokens);
+            tokens.len()
+        };
+        out.truncate(start + len);
     }
 
     /// Step 4 on the run `out[start..]`, in place.  Tried and dropped: a per-thread cache of
@@ -497,24 +508,12 @@ impl Encoder {
             Some((table, prefixes)) => {
                 let whole = out.split_off(start);
                 split_one(&whole, table, prefixes, |piece| {
-                    let mut p = piece.to_vec();
-                    let len = self.supermerge(&mut p);
-                    out.extend_from_slice(&p[..len]);
+                    let at = out.len();
+                    out.extend_from_slice(piece);
+                    self.supermerge(out, at);
                 });
             }
-            None => {
-                let n = out.len() - start;
-                let len = if (4..=TINY_RUN).contains(&n) {
-                    // padded to a fixed width with an id that is in no supermerge
-                    let pad = (self.super_part.len() - 1) as TokenId;
-                    out.extend_from_slice(&[pad; TINY_RUN + 1]);
-                    let window = (&mut out[start..start + TINY_RUN + 1]).try_into().unwrap();
-                    merge_tiny(window, n, |a, b| self.super_rank(a, b))
-                } else {
-                    self.supermerge(&mut out[start..])
-                };
-                out.truncate(start + len);
-            }
+            None => self.supermerge(out, start),
         }
     }
 
@@ -1176,6 +1175,48 @@ mod tests {
         }
     }
 
+    type Pairs = FxHashMap<(TokenId, TokenId), (u32, TokenId)>;
+
+    /// The plain scan: every pair looked up after every merge, the smallest rank applied (with
+    /// `ascending`, only ranks above the last one applied).
+    fn plain_scan(start: &[TokenId], table: &Pairs, ascending: bool) -> Vec<TokenId> {
+        let mut plain = start.to_vec();
+        let mut last: i64 = -1;
+        loop {
+            let mut best: Option<(u32, (TokenId, TokenId), TokenId)> = None;
+            for w in plain.windows(2) {
+                if let Some(&(r, merged)) = table.get(&(w[0], w[1])) {
+                    if (!ascending || r as i64 > last) && best.is_none_or(|b| r < b.0) {
+                        best = Some((r, (w[0], w[1]), merged));
+                    }
+                }
+            }
+            let Some((r, pair, merged)) = best else { break };
+            apply_merge(&mut plain, pair, merged);
+            last = r as i64;
+        }
+        plain
+    }
+
+    /// `table` as the packed ranks of the supermerge scans.
+    fn packed(table: &Pairs) -> impl Fn(TokenId, TokenId) -> u64 + Copy + '_ {
+        |a, b| {
+            table
+                .get(&(a, b))
+                .map_or(NO_PAIR, |&(r, m)| (r as u64) << 32 | m as u64)
+        }
+    }
+
+    /// [`merge_tiny`] on `start` padded with an id in no pair (as `supermerge` pads), the
+    /// padding checked to be left as it was.
+    fn tiny_merged(start: &[TokenId], table: &Pairs) -> Vec<TokenId> {
+        let mut w = [TokenId::MAX; TINY_RUN + 1];
+        w[..start.len()].copy_from_slice(start);
+        let n = merge_tiny(&mut w, start.len(), packed(table));
+        assert!(w[n..].iter().all(|&t| t == TokenId::MAX), "{w:?}");
+        w[..n].to_vec()
+    }
+
     /// [`merge_scan`], [`merge_heap`] and [`merge_small`] (the supermerges' scan) against the
     /// plain scan (every pair looked up after every merge).
     #[test]
@@ -1184,7 +1225,7 @@ mod tests {
         for round in 0..6000 {
             let alphabet = 2 + rng.below(3) as TokenId;
             // random pairs with distinct ranks; results above the alphabet
-            let mut table: FxHashMap<(TokenId, TokenId), (u32, TokenId)> = FxHashMap::default();
+            let mut table = Pairs::default();
             let tokens_made = 2 + rng.below(12) as TokenId;
             for k in 0..tokens_made {
                 // half of the tables use made tokens in pairs of smaller ranks than their own
@@ -1197,21 +1238,7 @@ mod tests {
             let len = 1 + rng.below(if round % 4 < 2 { 40 } else { 200 }) as usize;
             let start: Vec<TokenId> = (0..len).map(|_| rng.below(alphabet as u64) as TokenId).collect();
             let ascending = round % 2 == 0;
-            let mut plain = start.clone();
-            let mut last: i64 = -1;
-            loop {
-                let mut best: Option<(u32, (TokenId, TokenId), TokenId)> = None;
-                for w in plain.windows(2) {
-                    if let Some(&(r, merged)) = table.get(&(w[0], w[1])) {
-                        if (!ascending || r as i64 > last) && best.is_none_or(|b| r < b.0) {
-                            best = Some((r, (w[0], w[1]), merged));
-                        }
-                    }
-                }
-                let Some((r, pair, merged)) = best else { break };
-                apply_merge(&mut plain, pair, merged);
-                last = r as i64;
-            }
+            let plain = plain_scan(&start, &table, ascending);
             let mut kept = start.clone();
             merge_scan(&mut kept, |a, b| table.get(&(a, b)).copied(), ascending);
             assert_eq!(plain, kept, "{start:?} {table:?}");
@@ -1220,20 +1247,10 @@ mod tests {
             assert_eq!(plain, heaped, "heap: {start:?} {table:?}");
             if !ascending && len <= SMALL_RUN {
                 let mut small = start.clone();
-                let packed = |a, b| {
-                    table
-                        .get(&(a, b))
-                        .map_or(NO_PAIR, |&(r, m)| (r as u64) << 32 | m as u64)
-                };
-                let n = merge_small(&mut small, packed);
+                let n = merge_small(&mut small, packed(&table));
                 assert_eq!(plain, small[..n], "{start:?} {table:?}");
                 if (2..=TINY_RUN).contains(&len) {
-                    // padded with an id in no pair, as `flush_run` does
-                    let mut w = [TokenId::MAX; TINY_RUN + 1];
-                    w[..len].copy_from_slice(&start);
-                    let n = merge_tiny(&mut w, len, packed);
-                    assert_eq!(plain, w[..n], "tiny: {start:?} {table:?}");
-                    assert!(w[n..].iter().all(|&t| t == TokenId::MAX), "{w:?}");
+                    assert_eq!(plain, tiny_merged(&start, &table), "tiny: {start:?} {table:?}");
                 }
             }
         }
@@ -1247,7 +1264,7 @@ mod tests {
         let mut rng = crate::XorShift(0x7777_1234_0BAD_F00D);
         for _ in 0..250 {
             let alphabet = 2 + rng.below(2) as TokenId;
-            let mut table: FxHashMap<(TokenId, TokenId), (u32, TokenId)> = FxHashMap::default();
+            let mut table = Pairs::default();
             let tokens_made = 1 + rng.below(8) as TokenId;
             for k in 0..tokens_made {
                 let top = (alphabet + tokens_made) as u64;
@@ -1255,31 +1272,14 @@ mod tests {
                 let r = table.len() as u32;
                 table.entry(pair).or_insert((r, alphabet + k));
             }
-            let packed = |a, b| {
-                table
-                    .get(&(a, b))
-                    .map_or(NO_PAIR, |&(r, m)| (r as u64) << 32 | m as u64)
-            };
             for len in 2..=TINY_RUN {
                 // every run of this length over the alphabet
                 for code in 0..(alphabet as u64).pow(len as u32) {
                     let start: Vec<TokenId> = (0..len)
                         .map(|i| (code / (alphabet as u64).pow(i as u32) % alphabet as u64) as TokenId)
                         .collect();
-                    let mut plain = start.clone();
-                    loop {
-                        let best = plain
-                            .windows(2)
-                            .filter_map(|w| table.get(&(w[0], w[1])).map(|&(r, m)| (r, (w[0], w[1]), m)))
-                            .min();
-                        let Some((_, pair, merged)) = best else { break };
-                        apply_merge(&mut plain, pair, merged);
-                    }
-                    let mut w = [TokenId::MAX; TINY_RUN + 1];
-                    w[..len].copy_from_slice(&start);
-                    let n = merge_tiny(&mut w, len, packed);
-                    assert_eq!(plain, w[..n], "{start:?} {table:?}");
-                    assert!(w[n..].iter().all(|&t| t == TokenId::MAX), "{w:?}");
+                    let plain = plain_scan(&start, &table, false);
+                    assert_eq!(plain, tiny_merged(&start, &table), "{start:?} {table:?}");
                 }
             }
         }

@@ -337,9 +337,10 @@ fn hand_over(
     }
 }
 
-/// A block buffer: `given` (one a consumer gave back) emptied, or a new one of `capacity`.
-fn emptied(given: Option<Vec<u8>>, capacity: usize) -> Vec<u8> {
-    let mut b = given.unwrap_or_else(|| Vec::with_capacity(capacity));
+/// A block buffer: `given` (one a consumer gave back) emptied, or a new one with room for a
+/// block of about `batch_bytes` and the rest of its last line (64 KB more).
+fn emptied(given: Option<Vec<u8>>, batch_bytes: usize) -> Vec<u8> {
+    let mut b = given.unwrap_or_else(|| Vec::with_capacity(batch_bytes + (1 << 16)));
     b.clear();
     b
 }
@@ -355,8 +356,7 @@ pub fn for_each_batch(
 ) -> Result<()> {
     // (one buffer, given back by `send` and taken again by `spare`)
     let returned: std::cell::Cell<Option<Vec<u8>>> = std::cell::Cell::new(None);
-    let capacity = batch_bytes + (1 << 16);
-    let mut spare = || emptied(returned.take(), capacity);
+    let mut spare = || emptied(returned.take(), batch_bytes);
     let mut send = |block: Block| {
         hand_over(&block, &paths[block.file], text_field, f)?;
         returned.set(Some(block.text.into_bytes()));
@@ -375,7 +375,6 @@ pub fn for_each_batch_ahead(
     stop: Option<&AtomicBool>,
     f: &mut dyn FnMut(&[&str]) -> Result<()>,
 ) -> Result<()> {
-    let capacity = batch_bytes + (1 << 16);
     std::thread::scope(|scope| {
         // a rendezvous channel: the reader fills one block ahead, then waits
         let (blocks, received) = std::sync::mpsc::sync_channel::<Result<Block>>(0);
@@ -383,7 +382,7 @@ pub fn for_each_batch_ahead(
         let reader = std::thread::Builder::new()
             .name("superword-read".into())
             .spawn_scoped(scope, move || {
-                let mut spare = || emptied(given_back.try_recv().ok(), capacity);
+                let mut spare = || emptied(given_back.try_recv().ok(), batch_bytes);
                 // (a failed send means the consumer stopped: its error is the one returned)
                 let mut send = |b: Block| blocks.send(Ok(b)).map_err(|_| Error::Interrupted);
                 if let Err(e) = read_blocks(paths, batch_bytes, stop, &mut spare, &mut send) {
