@@ -7,6 +7,7 @@
 //! * [`Pretokenizer::for_each`]: simple mode, or script-aware mode that first cuts the text
 //!   into single-script runs.
 
+mod blocks;
 pub mod cl100k;
 pub mod classes;
 #[cfg(test)]
