@@ -322,14 +322,16 @@ pub fn for_each_piece<'a>(
         if b[i] < 0x80 {
             let len = (n - i).min(WIDTH);
             let at_end = i + len == n;
-            if len == WIDTH && n - i >= WIDTH + 2 {
-                w.copy_from_slice(&b[i..i + WIDTH + 2]);
-            } else {
-                w.fill(0);
-                let copy = (n - i).min(WIDTH + 2);
-                w[..copy].copy_from_slice(&b[i..i + copy]);
-            }
-            let (found, last) = starts(flavour, &w, len, at_end);
+            let window: &[u8; WIDTH + 2] = match b.get(i..i + WIDTH + 2) {
+                Some(bytes) => bytes.try_into().unwrap(),
+                None => {
+                    // near the end of the text: a copy padded with zeros
+                    w.fill(0);
+                    w[..n - i].copy_from_slice(&b[i..]);
+                    &w
+                }
+            };
+            let (found, last) = starts(flavour, window, len, at_end);
             let mut rest = found & through(last) & !1;
             let mut from = 0;
             while rest != 0 {
