@@ -51,9 +51,11 @@ pub enum Flavour {
 
 /// Bytes in a window.
 const WIDTH: usize = 64;
-/// The last bit of a window whose start is certain when the text goes on past the window:
-/// a start depends on at most the two bytes after it.
-const CERTAIN: usize = WIDTH - 3;
+/// How many bytes after a position can decide whether a piece starts there (a three-byte
+/// prefix's letter, see [`Masks::dash`]).
+const AHEAD: usize = 3;
+/// The last bit of a window whose start is certain when the text goes on past the window.
+const CERTAIN: usize = WIDTH - 1 - AHEAD;
 
 /// One bit per byte of a window, per class.
 #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
@@ -71,6 +73,10 @@ struct Masks {
     apostrophe: u64,
     /// bytes of non-ASCII characters
     wide: u64,
+    /// first bytes of U+2010..=U+2027 (dashes, quotation marks, daggers, bullets, ellipsis:
+    /// `E2 80 90..A7`), all punctuation, so O characters that need no character path; they
+    /// are most of the non-ASCII characters of English text
+    dash: u64,
     /// bytes of the text (a short window is padded with zeros)
     valid: u64,
 }
@@ -92,6 +98,10 @@ fn classify_bytes(w: &[u8], len: usize) -> Masks {
             0x80.. => m.wide |= bit,
             _ => {}
         }
+        let dash = b == 0xE2
+            && w.get(k + 1) == Some(&0x80)
+            && w.get(k + 2).is_some_and(|c| (0x90..=0xA7).contains(c));
+        m.dash |= ((dash && k + 2 < len) as u64) << k;
         m.blank |= ((b == b' ') as u64) << k;
         m.slash |= ((b == b'/') as u64) << k;
         m.apostrophe |= ((b == b'\'') as u64) << k;
@@ -108,6 +118,7 @@ fn classify(w: &[u8], len: usize) -> Masks {
         valid: if len == WIDTH { u64::MAX } else { (1u64 << len) - 1 },
         ..Masks::default()
     };
+    let (mut e2, mut x80, mut third) = (0u64, 0u64, 0u64);
     // SAFETY: SSE2 is part of x86-64; each load reads 16 of the window's 64 bytes
     unsafe {
         // (b + (0x80 - lo)) as a signed byte is below -128 + n exactly when lo <= b < lo + n
@@ -133,8 +144,13 @@ fn classify(w: &[u8], len: usize) -> Masks {
             m.slash |= bits(eq(v, b'/')) << at;
             m.apostrophe |= bits(eq(v, b'\'')) << at;
             m.wide |= bits(v) << at;
+            e2 |= bits(eq(v, 0xE2)) << at;
+            x80 |= bits(eq(v, 0x80)) << at;
+            third |= bits(range(v, 0x90, 0x18)) << at;
         }
     }
+    // a sequence cut by the window's end is not one
+    m.dash = e2 & (x80 >> 1) & (third >> 2) & (m.valid >> 2);
     // the padding is zeros, which classify as nothing but `valid` would otherwise not know
     let valid = m.valid;
     m.wide &= valid;
@@ -189,15 +205,21 @@ fn starts(flavour: Flavour, w: &[u8; WIDTH + 2], len: usize, at_end: bool) -> (u
     let m = classify(w, len);
     let letter = m.upper | m.lower;
     let ws = m.space | m.newline;
-    let mut last = if at_end && m.wide == 0 { WIDTH - 1 } else { CERTAIN };
-    if m.wide != 0 {
-        // a start depends on the two bytes after it
-        match (m.wide.trailing_zeros() as usize).checked_sub(3) {
+    // the bytes of U+2010..=U+2027, and those of other non-ASCII characters
+    let dashes = m.dash | m.dash << 1 | m.dash << 2;
+    let unknown = m.wide & !dashes;
+    let mut last = if at_end && unknown == 0 {
+        WIDTH - 1
+    } else {
+        CERTAIN
+    };
+    if unknown != 0 {
+        match (unknown.trailing_zeros() as usize).checked_sub(AHEAD + 1) {
             Some(k) => last = last.min(k),
             None => return (1, 0),
         }
     }
-    let other_all = m.valid & !(letter | m.digit | ws | m.wide);
+    let other_all = m.valid & !(letter | m.digit | ws | unknown);
 
     // line breaks (and GPT-4o's slashes) that an O run's piece takes: from a break right
     // after an O byte, over the breaks (and slashes) that follow
@@ -243,11 +265,13 @@ fn starts(flavour: Flavour, w: &[u8; WIDTH + 2], len: usize, at_end: bool) -> (u
         }
     }
 
-    // letters, with their one-character prefixes
+    // letters, with their one-character prefixes: an S byte, or an O run (that no space
+    // took) of one character, which a letter right after it makes sure of
     let l_run = letter & !(letter << 1);
-    let lone_o = o_run & !(other >> 1) & !o_taken & !c_apostrophe;
-    let prefix = (l_run >> 1) & (m.space | lone_o);
-    let mut s = (l_run & !(prefix << 1)) | prefix;
+    let lone_o = o_run & !o_taken & !c_apostrophe;
+    let prefix1 = (l_run >> 1) & (m.space | (lone_o & !m.dash));
+    let prefix3 = (l_run >> 3) & lone_o & m.dash;
+    let mut s = (l_run & !(prefix1 << 1) & !(prefix3 << 3)) | prefix1 | prefix3;
     if flavour == Flavour::Gpt4o {
         s |= m.upper & (m.lower << 1);
     }
@@ -276,7 +300,7 @@ fn starts(flavour: Flavour, w: &[u8; WIDTH + 2], len: usize, at_end: bool) -> (u
         let follows = if r < len {
             match w[r] {
                 b'\r' | b'\n' => false,
-                0x80.. => {
+                0x80.. if m.dash >> r & 1 == 0 => {
                     // an S run that a non-ASCII character ends: it may go on as whitespace
                     last = last.min(p - 1);
                     break;
@@ -336,9 +360,10 @@ pub fn for_each_piece<'a>(
             let mut from = 0;
             while rest != 0 {
                 let to = rest.trailing_zeros() as usize;
-                // SAFETY: `i + from` and `i + to` are positions of ASCII bytes (`starts`
-                // certifies nothing at or after a non-ASCII byte), so both are character
-                // boundaries of `s`
+                // SAFETY: `i + from` and `i + to` are positions of ASCII bytes or of the
+                // first bytes of dashes (`starts` certifies nothing at or after the bytes of
+                // other non-ASCII characters, and puts no start inside a dash), so both are
+                // character boundaries of `s`
                 emit(unsafe { s.get_unchecked(i + from..i + to) });
                 from = to;
                 rest &= rest - 1;
@@ -409,6 +434,7 @@ mod tests {
     fn windows_equal_the_piece_by_piece_matcher_on_every_short_string() {
         let alphabet = [
             "a", "S", "l", "e", "M", " ", "\t", "\n", "\r", "7", ".", "/", "'", "\u{b}", "\0", "é", "\u{a0}",
+            "\u{2019}", "\u{2010}", "\u{2028}",
         ];
         let k = alphabet.len();
         let mut text = String::new();
@@ -482,6 +508,18 @@ mod tests {
             "''",
             "\0",
             "\u{7f}",
+            "“",
+            "”",
+            "’",
+            "—",
+            "\u{2027}",
+            "\u{2028}",
+            "\u{2029}",
+            "\u{2030}",
+            "\u{200b}",
+            " “",
+            "’s",
+            "\u{2026}\n",
         ];
         let mut x = 0x9E37_79B9_7F4A_7C15u64;
         let mut next = move || {
@@ -522,6 +560,30 @@ mod tests {
                     classify_bytes(&v, len),
                     "bytes from {start}, {len} long"
                 );
+            }
+        }
+    }
+
+    #[test]
+    fn the_dashes_are_punctuation_and_found_whole() {
+        use super::super::classes::{bits, L, M, N, WS};
+        let mut w = [0u8; WIDTH + 2];
+        for cp in 0x2000..0x2040u32 {
+            let c = char::from_u32(cp).unwrap();
+            let in_range = (0x2010..=0x2027).contains(&cp);
+            if in_range {
+                assert_eq!(bits(c) & (L | M | N | WS), 0, "{c:?}");
+            }
+            // at every place, including where the window's end cuts it
+            for at in 0..WIDTH {
+                w.fill(b'a');
+                let mut b = [0u8; 4];
+                for (k, &x) in c.encode_utf8(&mut b).as_bytes().iter().enumerate() {
+                    w[at + k] = x;
+                }
+                let want = ((in_range && at + 3 <= WIDTH) as u64) << at;
+                assert_eq!(classify(&w, WIDTH).dash, want, "{c:?} at {at}");
+                assert_eq!(classify_bytes(&w, WIDTH).dash, want, "{c:?} at {at}");
             }
         }
     }
