@@ -172,6 +172,15 @@ impl PairHeap {
         self.items.first().map(|e| (e.count, e.pair))
     }
 
+    /// Lower the count of the top entry to `count` and move it down to its place: a pop and
+    /// a push in one sift.
+    pub fn lower_top(&mut self, vocab: &Vocab, count: u64) {
+        let top = &mut self.items[0];
+        debug_assert!(count <= top.count, "the top entry's count can only go down");
+        top.count = count;
+        self.sift_down(vocab, 0);
+    }
+
     pub fn pop(&mut self, vocab: &Vocab) -> Option<(u64, Pair)> {
         let last = self.items.pop()?;
         if self.items.is_empty() {
@@ -799,9 +808,9 @@ impl MergeState {
             match self.info(&pair).map(|info| info.count) {
                 Some(live) if live == count => return Some((pair, count)),
                 Some(live) => {
-                    // the count went down since this entry was pushed: push the live count
-                    self.heap.pop(vocab);
-                    self.heap.push(vocab, (live, pair));
+                    // the count went down since this entry was pushed: the entry takes the
+                    // live count (lower than it had, so it moves down)
+                    self.heap.lower_top(vocab, live);
                 }
                 None => {
                     self.heap.pop(vocab);
