@@ -421,18 +421,6 @@ impl GroupChanges {
 /// How many sequences ahead [`rewrite_group`] starts loading a sequence's span.
 const SPAN_AHEAD: usize = 4;
 
-/// Ask the CPU to start loading the cache line at `p` (only a hint: nothing is read).
-#[inline(always)]
-fn prefetch<T>(p: *const T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch never faults and reads nothing the program sees, whatever the address
-    unsafe {
-        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(p as *const i8)
-    };
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
-}
-
 /// Apply `pair` -> `merged` to the sequences `indices` (sorted), whose tokens lie in `data`,
 /// a slice of the arena starting at arena offset `base`.
 ///
@@ -459,10 +447,10 @@ fn rewrite_group(
         // the sequences lie scattered over the arena: start loading the span of one a few
         // places ahead, and the tokens of the next (whose span is loaded by now)
         if let Some(&ahead) = indices.get(k + SPAN_AHEAD) {
-            prefetch(&seqs[ahead as usize]);
+            crate::prefetch(&seqs[ahead as usize]);
         }
         if let Some(&next) = indices.get(k + 1) {
-            prefetch(
+            crate::prefetch(
                 data.as_ptr()
                     .wrapping_add(seqs[next as usize].start.wrapping_sub(base)),
             );
