@@ -53,12 +53,16 @@
 //! pair table, the heap) takes 0.03-0.07 s, so building it in parallel could not pay.  The
 //! loop visits 2.5 M sequences over its merges, 46% of them stale (the pair left them
 //! earlier), each a cache miss on its span and one on its tokens: those are now prefetched a
-//! few sequences ahead (`merging.rs`, loop 0.64-0.72 s -> 0.53-0.56 s on one thread).  The
+//! few sequences ahead (`merging.rs`, loop 0.64-0.72 s -> 0.53-0.56 s on one thread; the
+//! same loop is phase 2's, which gained more: BoundlessBPE's 2.05-2.30 s -> 1.30-1.80 s, one
+//! thread from a count file; loading spans 8 and tokens 2 sequences ahead instead of 4 and 1
+//! made phase 2 slower, 1.68-1.77 s against 1.47-1.54, and spans 2 ahead no different).  The
 //! other large cost was not ours: fresh pages cost this VM about 1 ms per MB to zero (a
 //! 512 MB touch takes 0.4-0.75 s of system time), and phase 1 touched pages that
 //! `release_freed_memory` had just given back: in about half the runs 0.3-0.4 s of system
-//! time in phase 1 alone.  No release before phase 1 any more (its tables fit in what
-//! counting freed).  Why two threads cannot make BPE 1.6x faster here: with counting's own
+//! time in phase 1 alone.  No release before phase 1 any more, at a cost in peak RSS: BPE
+//! 151 -> 174 MB on one thread, 181 -> 205 on two; BoundlessBPE 392 -> 415 (target 450), in
+//! the interleaved run of `benchmarks/train_bench.py`.  Why two threads cannot make BPE 1.6x faster here: with counting's own
 //! gain at 1.65x (1.50 -> 0.91 s), a serial part P bounds the whole at (1.50 + P) / (0.91 +
 //! P), which is under 1.6x for any P above 0.07 s; phase 1 is serial except its ~100 largest
 //! merges.  Stage 3 (one thread, from a count file): translating the runs into flat
