@@ -281,9 +281,9 @@ fn train_counted(counts: Counts, config: &Config, control: &dyn Control, stats: 
     let (words, runs) = (counts.words, counts.runs);
     let words_len = words.len();
     // (before stages 3 and 4, the tables the last one freed go back to the system: see
-    // `release_freed_memory`.  Not before phase 1: its tables fit in the memory counting
-    // freed, and pages given back cost the kernel's zeroing again when touched, which on
-    // this machine took 0.3-0.4 s of phase 1's time at 100 MB in about half the runs.)
+    // `release_freed_memory`.  Not before phase 1: pages given back cost the kernel's
+    // zeroing again when touched, which took 0.3-0.4 s of phase 1's time at 100 MB in about
+    // half the runs, for some 23 MB of peak RSS saved; see the notes at the top.)
     if words.iter().all(|(w, c)| w.is_empty() || *c == 0) {
         return Err(Error::Value(
             "the corpus is empty: no document contains any text".into(),
