@@ -69,6 +69,18 @@ pub fn release_freed_memory(entries: usize) {
 /// them lost most of what building its encoder lazily had saved (17 ms against 15).
 pub const RELEASE_MIN_ENTRIES: usize = 1 << 16;
 
+/// Ask the CPU to start loading the cache line at `p` (only a hint: nothing is read).
+#[inline(always)]
+pub(crate) fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch never faults and reads nothing the program sees, whatever the address
+    unsafe {
+        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(p as *const i8)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 #[cfg(feature = "python")]
 mod py;
 

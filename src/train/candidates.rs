@@ -74,6 +74,9 @@ struct Flat {
     counts: Vec<u64>,
 }
 
+/// How many runs ahead [`flatten`] starts loading a run's pretokens.
+const RUN_AHEAD: usize = 8;
+
 /// Marks a pretoken that is not eligible in [`flatten`]'s table (token ids are below 2**31).
 const NOT_ELIGIBLE: TokenId = TokenId::MAX;
 
@@ -102,7 +105,17 @@ fn flatten(runs: Runs, token_of: &[Option<TokenId>]) -> Vec<Flat> {
             .par_iter_mut()
             .zip(entries.par_chunks(per))
             .for_each(|(flat, chunk)| {
-                for &(run, count) in chunk {
+                // room for every pretoken of the chunk (most are eligible), so that the flat
+                // is not copied as it grows: fresh pages cost the kernel's zeroing
+                let room: usize = chunk.iter().map(|(run, _)| run.len()).sum();
+                flat.tokens.reserve(room);
+                flat.lens.reserve(room / 2);
+                flat.counts.reserve(room / 2);
+                for (k, &(run, count)) in chunk.iter().enumerate() {
+                    // each run is a box of its own, somewhere in memory: load a few ahead
+                    if let Some((ahead, _)) = chunk.get(k + RUN_AHEAD) {
+                        crate::prefetch(ahead.as_ptr());
+                    }
                     let mut start = flat.tokens.len();
                     for &pretoken in run {
                         let t = local[pretoken as usize];

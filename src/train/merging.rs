@@ -172,6 +172,15 @@ impl PairHeap {
         self.items.first().map(|e| (e.count, e.pair))
     }
 
+    /// Lower the count of the top entry to `count` and move it down to its place: a pop and
+    /// a push in one sift.
+    pub fn lower_top(&mut self, vocab: &Vocab, count: u64) {
+        let top = &mut self.items[0];
+        debug_assert!(count <= top.count, "the top entry's count can only go down");
+        top.count = count;
+        self.sift_down(vocab, 0);
+    }
+
     pub fn pop(&mut self, vocab: &Vocab) -> Option<(u64, Pair)> {
         let last = self.items.pop()?;
         if self.items.is_empty() {
@@ -409,6 +418,9 @@ impl GroupChanges {
     }
 }
 
+/// How many sequences ahead [`rewrite_group`] starts loading a sequence's span.
+const SPAN_AHEAD: usize = 4;
+
 /// Apply `pair` -> `merged` to the sequences `indices` (sorted), whose tokens lie in `data`,
 /// a slice of the arena starting at arena offset `base`.
 ///
@@ -431,7 +443,18 @@ fn rewrite_group(
     let mut occurrences = std::mem::take(&mut out.occurrences);
     let mut windows = std::mem::take(&mut out.windows);
     let mut new_seq = std::mem::take(&mut out.new_seq);
-    for &index in indices {
+    for (k, &index) in indices.iter().enumerate() {
+        // the sequences lie scattered over the arena: start loading the span of one a few
+        // places ahead, and the tokens of the next (whose span is loaded by now)
+        if let Some(&ahead) = indices.get(k + SPAN_AHEAD) {
+            crate::prefetch(&seqs[ahead as usize]);
+        }
+        if let Some(&next) = indices.get(k + 1) {
+            crate::prefetch(
+                data.as_ptr()
+                    .wrapping_add(seqs[next as usize].start.wrapping_sub(base)),
+            );
+        }
         let Seq {
             start,
             len,
@@ -773,9 +796,9 @@ impl MergeState {
             match self.info(&pair).map(|info| info.count) {
                 Some(live) if live == count => return Some((pair, count)),
                 Some(live) => {
-                    // the count went down since this entry was pushed: push the live count
-                    self.heap.pop(vocab);
-                    self.heap.push(vocab, (live, pair));
+                    // the count went down since this entry was pushed: the entry takes the
+                    // live count (lower than it had, so it moves down)
+                    self.heap.lower_top(vocab, live);
                 }
                 None => {
                     self.heap.pop(vocab);

@@ -46,6 +46,33 @@
 //! loop is about half (about 3 µs per merge: the lazy heap's pops and pushes with the SPEC
 //! tie-break, pair-table look-ups, rewriting words), counting a sixth, fresh pages zeroed by
 //! the kernel and mimalloc's page set-up about a tenth.
+//!
+//! Round 5 (issue 12), 100 MB/32,768 on the shared 2-core machine (a small VM, loaded by
+//! other work: load 1.5-3 throughout, so wall times varied up to 2x between identical runs).
+//! Phase 1 (0.5-0.9 s) is almost all merge loop: its set-up (the words as sequences, the
+//! pair table, the heap) takes 0.03-0.07 s, so building it in parallel could not pay.  The
+//! loop visits 2.5 M sequences over its merges, 46% of them stale (the pair left them
+//! earlier), each a cache miss on its span and one on its tokens: those are now prefetched a
+//! few sequences ahead (`merging.rs`, loop 0.64-0.72 s -> 0.53-0.56 s on one thread; the
+//! same loop is phase 2's, which gained more: BoundlessBPE's 2.05-2.30 s -> 1.30-1.80 s, one
+//! thread from a count file; loading spans 8 and tokens 2 sequences ahead instead of 4 and 1
+//! made phase 2 slower, 1.68-1.77 s against 1.47-1.54, and spans 2 ahead no different).  The
+//! other large cost was not ours: fresh pages cost this VM about 1 ms per MB to zero (a
+//! 512 MB touch takes 0.4-0.75 s of system time), and phase 1 touched pages that
+//! `release_freed_memory` had just given back: in about half the runs 0.3-0.4 s of system
+//! time in phase 1 alone.  No release before phase 1 any more, at a cost in peak RSS: BPE
+//! 151 -> 174 MB on one thread, 181 -> 205 on two; BoundlessBPE 392 -> 415 (target 450), in
+//! the interleaved run of `benchmarks/train_bench.py`.  Why two threads cannot make BPE 1.6x faster here: with counting's own
+//! gain at 1.65x (1.50 -> 0.91 s), a serial part P bounds the whole at (1.50 + P) / (0.91 +
+//! P), which is under 1.6x for any P above 0.07 s; phase 1 is serial except its ~100 largest
+//! merges.  Stage 3 (one thread, from a count file): translating the runs into flat
+//! candidates about 1 s, counting the pairs for the cut 0.5 s, cutting and adding up the
+//! segments 1.1-1.4 s (hash tables keyed by slices: a cache miss per distinct segment).
+//! Tried and dropped: never giving freed memory back (mimalloc's purge off) saves ~0.8 s of
+//! system time in a BoundlessBPE run but raises its peak RSS from ~390 to 557 MB (the target
+//! is 450); flat segments for phase 2 instead of one box each (1.6 M segments): stage 3's
+//! cut 1.04-1.17 s against 1.10-1.15, phase 2's set-up 0.31-0.36 s against 0.34-0.40, peak
+//! RSS the same (three interleaved runs each, one thread): no measurable gain.
 
 pub mod boundless;
 pub mod bpe;
@@ -253,9 +280,10 @@ pub fn train_counts(
 fn train_counted(counts: Counts, config: &Config, control: &dyn Control, stats: &mut Stats) -> Result<Model> {
     let (words, runs) = (counts.words, counts.runs);
     let words_len = words.len();
-    // (before each stage, the tables the last one freed go back to the system: see
-    // `release_freed_memory`)
-    crate::release_freed_memory(words_len);
+    // (before stages 3 and 4, the tables the last one freed go back to the system: see
+    // `release_freed_memory`.  Not before phase 1: pages given back cost the kernel's
+    // zeroing again when touched, which took 0.3-0.4 s of phase 1's time at 100 MB in about
+    // half the runs, for some 23 MB of peak RSS saved; see the notes at the top.)
     if words.iter().all(|(w, c)| w.is_empty() || *c == 0) {
         return Err(Error::Value(
             "the corpus is empty: no document contains any text".into(),
