@@ -11,14 +11,16 @@
 //!
 //! Why the starts are a function of the masks.  A findall from a position where a piece
 //! starts depends only on the text from there on (the patterns look behind nowhere), so the
-//! window's first byte is a start and the rest follows from the text after it.  In ASCII text
-//! every rule below looks at most two bytes ahead, except three, which are settled by a loop
-//! over their (rare) positions: a contraction (the bytes after an apostrophe), a run of
-//! spaces after a line break (is the run followed by another break?), and a chain of
-//! GPT-4o contractions (`it's's's`, left to the piece-by-piece matcher).  So every start up
-//! to the window's 62nd byte is certain, and the pieces between certain starts are emitted;
-//! the next window starts at the last of them.  A non-ASCII byte ends what is certain three
-//! bytes before it (a non-ASCII character can be a letter, a digit, a mark or whitespace).
+//! window's first byte is a start and the rest follows from the text after it.  Every rule
+//! below looks at most [`AHEAD`] bytes ahead, except three, which are settled by a loop over
+//! their (rare) positions: a contraction (the bytes after an apostrophe), a run of spaces
+//! after a line break (is the run followed by another break?), and a chain of GPT-4o
+//! contractions (`it's's's`, left to the piece-by-piece matcher).  So every start up to bit
+//! [`CERTAIN`] of a window is certain, and the pieces between certain starts are emitted; the
+//! next window starts at the last of them (and when a window settles nothing, one piece goes
+//! through the piece-by-piece matcher).  Non-ASCII characters are that matcher's too (one
+//! can be a letter, a digit, a mark or whitespace), except the punctuation of U+2010..U+2027
+//! ([`Masks::dash`]): any other one ends what is certain [`AHEAD`] + 1 bytes before it.
 //!
 //! The rules, for runs of each class (a run is a maximal stretch of one class; S is
 //! whitespace other than `\r`/`\n`, B is `\r`/`\n`, O is everything else in ASCII):
@@ -29,8 +31,8 @@
 //!   there, see `gpt4o.rs`).
 //! * Contractions: GPT-4o attaches `'s`, `'t`, `'re`, `'ve`, `'m`, `'ll`, `'d` (any case) to
 //!   the letters before them; GPT-4 makes them a piece of their own where an O run starts
-//!   with them (its first alternative).  Either way the apostrophe and its letters start
-//!   nothing, and the byte after them starts a piece.
+//!   with them (its first alternative).  So the contraction's letters start nothing (nor,
+//!   for GPT-4o, its apostrophe), and the byte after them starts a piece.
 //! * Digits: a run starts a piece every three digits from its start.
 //! * O runs: a run starts a piece unless a space before it takes it; the run's piece goes on
 //!   over the line breaks right after it (and, for GPT-4o, slashes among them: `[\r\n/]*`),
