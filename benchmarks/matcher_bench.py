@@ -89,10 +89,11 @@ def minbpe_rows(texts: dict[str, str], repeat: int) -> None:
     peer = None
     try:
         from MiniBpeRust import FastRegexTokenizer
-        prefix = Path(tempfile.mkdtemp(prefix="superword-matcher-")) / "taylor"
-        tok.save(prefix)
-        peer = FastRegexTokenizer()
-        peer.load(str(prefix) + ".model")
+        with tempfile.TemporaryDirectory(prefix="superword-matcher-") as folder:
+            prefix = Path(folder) / "taylor"
+            tok.save(prefix)
+            peer = FastRegexTokenizer()
+            peer.load(str(prefix) + ".model")
     except ImportError:
         print("(skipping MiniBpeRust: `pip install minibperust` to include it)", file=sys.stderr)
     for text_name, text in texts.items():

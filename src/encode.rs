@@ -563,12 +563,18 @@ impl Encoder {
         if let Some(e) = state.failed {
             return Err(e);
         }
-        self.flush(out, state.run);
+        if !self.super_ranks.is_empty() {
+            self.flush(out, state.run);
+        }
         Ok(())
     }
 
     /// Steps 3-4 on one pretoken, `raw`, which is the token `single` when the shortcut found it.
-    #[inline]
+    ///
+    /// The shortcut's hit is inlined into the lookup loop, the rest is a call of its own (as
+    /// one function, the call and its register saves were paid by every pretoken); a model
+    /// without supermerges only appends the id.
+    #[inline(always)]
     fn encode_piece(
         &self,
         raw: &[u8],
@@ -577,21 +583,37 @@ impl Encoder {
         out: &mut Vec<TokenId>,
         state: &mut Pieces,
     ) {
-        if state.failed.is_some() {
+        let Some(id) = single else {
+            return self.encode_missed(raw, table, out, state);
+        };
+        if self.super_ranks.is_empty() {
+            out.push(id);
             return;
         }
-        if let Some(id) = single {
-            // the common case, without the buffer.  Whether a token is part of some
-            // supermerge is as good as random to the branch predictor, so the only branch is
-            // the one taken where a run of two or more ends (with a branch of its own, the
-            // test was 11 % of a BoundlessBPE model's mispredicted branches, callgrind)
-            let word = (self.super_part[id as usize] == 0) as usize;
-            if word & ((out.len() - state.run >= 2) as usize) != 0 {
-                self.flush_run(out, state.run);
-            }
-            out.push(id);
-            let m = word.wrapping_neg(); // a word ends the run, a part extends it
-            state.run = (out.len() & m) | (state.run & !m);
+        // the common case, without the buffer.  Whether a token is part of some
+        // supermerge is as good as random to the branch predictor, so the only branch is
+        // the one taken where a run of two or more ends (with a branch of its own, the
+        // test was 11 % of a BoundlessBPE model's mispredicted branches, callgrind)
+        let word = (self.super_part[id as usize] == 0) as usize;
+        if word & ((out.len() - state.run >= 2) as usize) != 0 {
+            self.flush_run(out, state.run);
+        }
+        out.push(id);
+        let m = word.wrapping_neg(); // a word ends the run, a part extends it
+        state.run = (out.len() & m) | (state.run & !m);
+    }
+
+    /// [`Encoder::encode_piece`] for a pretoken that is not a token: from this thread's
+    /// table, or merged (after a failure, nothing more is done: the call returns the error).
+    #[inline(never)]
+    fn encode_missed(
+        &self,
+        raw: &[u8],
+        table: Option<&mut Table>,
+        out: &mut Vec<TokenId>,
+        state: &mut Pieces,
+    ) {
+        if state.failed.is_some() {
             return;
         }
         let tokens = &mut state.tokens;
@@ -607,7 +629,9 @@ impl Encoder {
                 t.insert(raw, tokens);
             }
         }
-        if tokens.len() == 1 && self.super_part[tokens[0] as usize] != 0 {
+        if self.super_ranks.is_empty() {
+            out.extend_from_slice(tokens);
+        } else if tokens.len() == 1 && self.super_part[tokens[0] as usize] != 0 {
             out.push(tokens[0]);
         } else {
             self.flush(out, state.run);

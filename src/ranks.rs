@@ -229,6 +229,9 @@ impl RankEncoder {
     }
 
     /// A piece that is not a token: its ids from this thread's cache, or merged (and cached).
+    /// A call of its own, so that the lookup loop around the common case (a piece that is a
+    /// token) stays small.
+    #[inline(never)]
     fn merge_cached(
         &self,
         raw: &[u8],

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
+import itertools
 import math
 import os
 import sys
@@ -778,9 +779,11 @@ class Tokenizer:
         if isinstance(texts, str):
             raise TypeError("encode_batch takes a list of texts; use encode for one text")
         texts = list(texts)
-        for i, t in enumerate(texts):
-            if not isinstance(t, str):
-                raise TypeError(f"text {i} of encode_batch is {type(t).__name__}, not str")
+        # (the test at C speed first: a Python loop over a large batch cost a few percent)
+        if not all(map(isinstance, texts, itertools.repeat(str))):
+            for i, t in enumerate(texts):
+                if not isinstance(t, str):
+                    raise TypeError(f"text {i} of encode_batch is {type(t).__name__}, not str")
         threads = resolve_threads(threads)
         allowed = self._allowed(allowed_special, texts, disallowed_special)
         try:
@@ -837,8 +840,12 @@ class Tokenizer:
                             f"not {type(allowed_special).__name__}")
         if disallowed_special is not None:
             raising = _disallowed(disallowed_special, special)
-        for n, text in enumerate(texts):
-            for s in sorted(raising - allowed, key=len, reverse=True):
+        # longest first, so that a token that contains another is the one named; sorted once
+        # (sorted per text, the empty list of allowed_special="none" took a quarter of a
+        # large flat encode_batch)
+        checks = sorted(raising - allowed, key=len, reverse=True)
+        for n, text in enumerate(texts if checks else ()):
+            for s in checks:
                 if s in text:
                     where = f"text {n}" if len(texts) > 1 else "text"
                     raise ValueError(

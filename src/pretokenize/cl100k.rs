@@ -120,7 +120,11 @@ fn punctuation(s: &str, b: u8, c: char, n: usize) -> Option<usize> {
 
 /// Call `emit` with every piece of `s`, in order.
 pub fn for_each_piece<'a>(pattern: Gpt4, s: &'a str, emit: impl FnMut(&'a str)) {
-    super::gpt4o::pieces_by(s, |s, i| next_piece(pattern, s, i), emit)
+    let flavour = match pattern {
+        Gpt4::Cl100k => super::blocks::Flavour::Cl100k,
+        Gpt4::Minbpe => super::blocks::Flavour::Minbpe,
+    };
+    super::blocks::for_each_piece(flavour, s, |s, i| next_piece(pattern, s, i), emit)
 }
 
 #[cfg(test)]

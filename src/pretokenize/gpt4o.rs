@@ -369,7 +369,8 @@ fn piece_by_chars(pattern: Builtin, s: &str, i: usize) -> usize {
 /// were over a third of the matcher's instructions (callgrind, 1 MB of Gutenberg).
 pub fn for_each_piece<'a>(pattern: Builtin, s: &'a str, emit: impl FnMut(&'a str)) {
     match pattern {
-        Builtin::Gpt4o => pieces_by(
+        Builtin::Gpt4o => super::blocks::for_each_piece(
+            super::blocks::Flavour::Gpt4o,
             s,
             |s, i| match ascii_piece(s, i) {
                 Some(e) => e,

@@ -60,9 +60,10 @@
 //! other large cost was not ours: fresh pages cost this VM about 1 ms per MB to zero (a
 //! 512 MB touch takes 0.4-0.75 s of system time), and phase 1 touched pages that
 //! `release_freed_memory` had just given back: in about half the runs 0.3-0.4 s of system
-//! time in phase 1 alone.  No release before phase 1 any more, at a cost in peak RSS: BPE
-//! 151 -> 174 MB on one thread, 181 -> 205 on two; BoundlessBPE 392 -> 415 (target 450), in
-//! the interleaved run of `benchmarks/train_bench.py`.  Why two threads cannot make BPE 1.6x faster here: with counting's own
+//! time in phase 1 alone.  So plain BPE no longer releases before phase 1 (its peak RSS 151 ->
+//! 174 MB on one thread, 181 -> 205 on two); BoundlessBPE and SuperBPE still do, because
+//! without it BoundlessBPE's peak went from 398 to 455 MB at 100 MB/32,768 (quiet machine,
+//! target 450).  Why two threads cannot make BPE 1.6x faster here: with counting's own
 //! gain at 1.65x (1.50 -> 0.91 s), a serial part P bounds the whole at (1.50 + P) / (0.91 +
 //! P), which is under 1.6x for any P above 0.07 s; phase 1 is serial except its ~100 largest
 //! merges.  Stage 3 (one thread, from a count file): translating the runs into flat
@@ -280,10 +281,15 @@ pub fn train_counts(
 fn train_counted(counts: Counts, config: &Config, control: &dyn Control, stats: &mut Stats) -> Result<Model> {
     let (words, runs) = (counts.words, counts.runs);
     let words_len = words.len();
-    // (before stages 3 and 4, the tables the last one freed go back to the system: see
-    // `release_freed_memory`.  Not before phase 1: pages given back cost the kernel's
-    // zeroing again when touched, which took 0.3-0.4 s of phase 1's time at 100 MB in about
-    // half the runs, for some 23 MB of peak RSS saved; see the notes at the top.)
+    // (before each stage, the tables the last one freed go back to the system: see
+    // `release_freed_memory`.  Before phase 1 only when a phase 2 follows: pages given back
+    // cost the kernel's zeroing again when touched, which took 0.3-0.4 s of phase 1's time
+    // at 100 MB in about half the runs; but without the release BoundlessBPE's peak RSS at
+    // 100 MB/32,768 went from 398 to 455 MB, over its 450 MB target, while plain BPE's peak
+    // is far below any limit.)
+    if config.algorithm != Algorithm::Bpe {
+        crate::release_freed_memory(words_len);
+    }
     if words.iter().all(|(w, c)| w.is_empty() || *c == 0) {
         return Err(Error::Value(
             "the corpus is empty: no document contains any text".into(),
