@@ -128,6 +128,7 @@ fn classify(w: &[u8], len: usize) -> Masks {
 
 /// The masks that are not compares of single bytes: what the padding is, and which
 /// dashes are whole in the window.
+#[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn finish(mut m: Masks, len: usize) -> Masks {
     m.valid = if len == WIDTH { u64::MAX } else { (1u64 << len) - 1 };
@@ -139,6 +140,7 @@ fn finish(mut m: Masks, len: usize) -> Masks {
 
 /// One vector's bits of every mask, shifted to `at`.  The dash test reads the vectors one
 /// and two bytes on (`v1`, `v2`).
+#[cfg(target_arch = "x86_64")]
 macro_rules! collect {
     ($m:ident, $at:expr, $v:expr, $v1:expr, $v2:expr,
      $add:ident, $lt:ident, $eq:ident, $or:ident, $andnot:ident, $and:ident, $set1:ident, $bits:ident) => {{
