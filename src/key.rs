@@ -349,17 +349,7 @@ impl ByteMap {
     /// Ask the CPU to start loading the slot where `probe`'s search starts.
     #[inline(always)]
     fn prefetch(&self, probe: &Probe) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            let slot: *const Slot = self.slot(probe.home);
-            // SAFETY: a prefetch is only a hint; it reads nothing the program sees and never
-            // faults (the address is a valid slot anyway)
-            unsafe {
-                core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(slot as *const i8)
-            };
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = probe;
+        crate::prefetch(self.slot(probe.home));
     }
 
     /// The value of `key`, whose probe is `probe`.  (Inlined by force: the release build
