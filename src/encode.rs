@@ -357,7 +357,7 @@ impl Encoder {
             super_ranks,
             super_part,
             reachable: vec![false; model.vocab.len()],
-            shortcut: ByteMap::new([]),
+            shortcut: ByteMap::new([])?,
             ngrams,
             picky,
             special: model.special_tokens.clone(),
@@ -368,7 +368,7 @@ impl Encoder {
             (0..enc.vocab.len())
                 .filter(|&i| enc.reachable[i])
                 .map(|i| (enc.vocab[i].as_slice(), i as TokenId)),
-        );
+        )?;
         enc.cache = PieceCache::new(cache::DEFAULT_CAPACITY);
         Ok(enc)
     }

@@ -121,7 +121,7 @@ pub struct RankEncoder {
 impl RankEncoder {
     pub fn new(model: RankModel) -> Result<RankEncoder> {
         let matcher = Matcher::new(&model.pattern, "pattern")?;
-        let lookup = ByteMap::new(model.ranks.iter().map(|(t, &r)| (t.as_slice(), r)));
+        let lookup = ByteMap::new(model.ranks.iter().map(|(t, &r)| (t.as_slice(), r)))?;
         Ok(RankEncoder {
             model,
             matcher,

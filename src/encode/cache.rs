@@ -74,9 +74,14 @@ impl Table {
             self.ids.clear();
         }
         debug_assert!(ids.len() <= MAX_PIECE, "every id stands for at least one byte");
-        let start = self.ids.len();
+        if !self.map.insert(piece, (self.ids.len() << LEN_BITS | ids.len()) as u32) {
+            // its long pieces reached `ByteMap::MOST_LONG`: start again (an empty map has room)
+            self.map.clear();
+            self.ids.clear();
+            let fits = self.map.insert(piece, ids.len() as u32);
+            debug_assert!(fits, "an empty map takes a piece of at most MAX_PIECE bytes");
+        }
         self.ids.extend_from_slice(ids);
-        self.map.insert(piece, (start << LEN_BITS | ids.len()) as u32);
     }
 }
 
