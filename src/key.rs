@@ -562,7 +562,12 @@ mod tests {
         assert!(map.insert(&long[..13], 2)); // the same first 11 bytes, another length
         assert!(map.insert(long, 3));
         assert_eq!(
-            (map.len(), map.get(long), map.get(&long[..13]), map.get(&long[..12])),
+            (
+                map.len(),
+                map.get(long),
+                map.get(&long[..13]),
+                map.get(&long[..12])
+            ),
             (2, Some(3), Some(2), None)
         );
         let before = map.long_bytes();

@@ -74,7 +74,10 @@ impl Table {
             self.ids.clear();
         }
         debug_assert!(ids.len() <= MAX_PIECE, "every id stands for at least one byte");
-        if !self.map.insert(piece, (self.ids.len() << LEN_BITS | ids.len()) as u32) {
+        if !self
+            .map
+            .insert(piece, (self.ids.len() << LEN_BITS | ids.len()) as u32)
+        {
             // its long pieces reached `ByteMap::MOST_LONG`: start again (an empty map has room)
             self.map.clear();
             self.ids.clear();
