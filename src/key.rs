@@ -251,8 +251,11 @@ impl ByteMap {
             h.write_usize(keys);
             h.finish() | 1
         };
+        let slots = (keys * 8 / 5 + 1).next_power_of_two().max(8);
+        // (slot indices are kept as `u32` in probes; 2**32 slots would be 64 GB)
+        assert!(slots <= 1 << 32, "a ByteMap for {keys} keys");
         ByteMap {
-            slots: vec![EMPTY_SLOT; (keys * 8 / 5 + 1).next_power_of_two().max(8)].into_boxed_slice(),
+            slots: vec![EMPTY_SLOT; slots].into_boxed_slice(),
             long: Vec::new(),
             seed,
             len: 0,
@@ -372,7 +375,7 @@ impl ByteMap {
         Probe {
             head,
             tail,
-            home: self.home(head, tail),
+            home: self.home(head, tail) as u32,
         }
     }
 
@@ -383,7 +386,7 @@ impl ByteMap {
         Probe {
             head,
             tail,
-            home: self.home(head, tail),
+            home: self.home(head, tail) as u32,
         }
     }
 
@@ -401,7 +404,7 @@ impl ByteMap {
     /// Ask the CPU to start loading the slot where `probe`'s search starts.
     #[inline(always)]
     fn prefetch(&self, probe: &Probe) {
-        crate::prefetch(self.slot(probe.home));
+        crate::prefetch(self.slot(probe.home as usize));
     }
 
     /// The value of `key`, whose probe is `probe`.  (Inlined by force: the release build
@@ -409,7 +412,7 @@ impl ByteMap {
     #[inline(always)]
     fn find(&self, key: &[u8], probe: Probe) -> Option<u32> {
         let Probe { head, tail, home } = probe;
-        let mut i = home;
+        let mut i = home as usize;
         loop {
             let s = self.slot(i);
             if s.head == head && s.tail == tail {
@@ -428,15 +431,20 @@ impl ByteMap {
     }
 }
 
-/// Keys looked up in a [`ByteMap`] a block at a time: [`Prefetched::push`] collects them,
-/// and each block of [`BLOCK`] (the rest at [`Prefetched::finish`]) first has all its slots
-/// prefetched, then is handed to `found` key by key, in order, with the keys' values.
-/// Encoding looks every pretoken up this way (the profile is at `Encoder::encode_pieces`).
+/// Keys looked up in a [`ByteMap`] a block at a time: [`Prefetched::push`] hashes each key
+/// and starts loading its slot, and each block of [`BLOCK`] keys (the rest at
+/// [`Prefetched::finish`]) is then handed to `found` key by key, in order, with the keys'
+/// values.  Encoding looks every pretoken up this way (the profile is at
+/// `Encoder::encode_pieces`).  (The hash was computed in a loop over the block before its
+/// lookups, from an array of the keys: storing the keys, then reading them back and storing
+/// and reloading their probes, were about 19 instructions per key, callgrind, 32K BPE model;
+/// now a key and its probe are stored once, side by side.)
 pub struct Prefetched<'m, 'a, F: FnMut(&'a [u8], Option<u32>)> {
     map: &'m ByteMap,
     /// the text all keys are slices of
     text: &'a [u8],
-    keys: [&'a [u8]; BLOCK],
+    /// the block's keys so far (the first `n` are written)
+    waiting: [std::mem::MaybeUninit<(&'a [u8], Probe)>; BLOCK],
     n: usize,
     found: F,
 }
@@ -451,7 +459,7 @@ impl<'m, 'a, F: FnMut(&'a [u8], Option<u32>)> Prefetched<'m, 'a, F> {
         Prefetched {
             map,
             text,
-            keys: [&[]; BLOCK],
+            waiting: [std::mem::MaybeUninit::uninit(); BLOCK],
             n: 0,
             found,
         }
@@ -459,7 +467,18 @@ impl<'m, 'a, F: FnMut(&'a [u8], Option<u32>)> Prefetched<'m, 'a, F> {
 
     #[inline]
     pub fn push(&mut self, key: &'a [u8]) {
-        self.keys[self.n] = key;
+        // where the key starts in the text, if it is in the text
+        let at = (key.as_ptr() as usize).wrapping_sub(self.text.as_ptr() as usize);
+        let probe = match self.text.get(at..at.wrapping_add(12)) {
+            Some(window) if at + key.len() <= self.text.len() => {
+                self.map.probe_in(window.try_into().unwrap(), key.len())
+            }
+            _ => self.map.probe(key),
+        };
+        self.map.prefetch(&probe);
+        debug_assert!(self.n < BLOCK);
+        // SAFETY: `n` is below `BLOCK`: it is reset to 0 whenever it reaches it
+        unsafe { self.waiting.get_unchecked_mut(self.n) }.write((key, probe));
         self.n += 1;
         if self.n == BLOCK {
             self.look_up();
@@ -473,26 +492,9 @@ impl<'m, 'a, F: FnMut(&'a [u8], Option<u32>)> Prefetched<'m, 'a, F> {
 
     #[inline]
     fn look_up(&mut self) {
-        let keys = &self.keys[..self.n];
-        // (not zeroed first: the block's keys fill what is read; zeroing the whole array was
-        // a few instructions per key)
-        let mut probes = [std::mem::MaybeUninit::<Probe>::uninit(); BLOCK];
-        let base = self.text.as_ptr() as usize;
-        for (probe, key) in probes.iter_mut().zip(keys) {
-            // where the key starts in the text, if it is in the text
-            let at = (key.as_ptr() as usize).wrapping_sub(base);
-            let p = match self.text.get(at..at.wrapping_add(12)) {
-                Some(window) if at + key.len() <= self.text.len() => {
-                    self.map.probe_in(window.try_into().unwrap(), key.len())
-                }
-                _ => self.map.probe(key),
-            };
-            self.map.prefetch(&p);
-            probe.write(p);
-        }
-        for (probe, &key) in probes.iter().zip(keys) {
-            // SAFETY: the loop above wrote the first `keys.len()` probes, and `zip` stops there
-            let probe = unsafe { probe.assume_init() };
+        for entry in &self.waiting[..self.n] {
+            // SAFETY: `push` wrote the first `n` entries of this block
+            let (key, probe) = unsafe { entry.assume_init() };
             (self.found)(key, self.map.find(key, probe));
         }
         self.n = 0;
@@ -504,7 +506,9 @@ impl<'m, 'a, F: FnMut(&'a [u8], Option<u32>)> Prefetched<'m, 'a, F> {
 struct Probe {
     head: u64,
     tail: u32,
-    home: usize,
+    /// (a `u32`, so that a probe and its key fit half a cache line: maps have far fewer than
+    /// 2**32 slots, see `ByteMap::with_capacity`)
+    home: u32,
 }
 
 #[cfg(test)]
