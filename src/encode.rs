@@ -14,7 +14,7 @@ use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::error::{Error, Result};
-use crate::key::{ByteMap, Prefetched};
+use crate::key::{Block, ByteMap, Prefetched};
 use crate::model::Model;
 use crate::pretokenize::Pretokenizer;
 use crate::tokens::TokenId;
@@ -549,7 +549,8 @@ impl Encoder {
             failed: None,
         };
         if shortcut {
-            let mut blocks = Prefetched::new(&self.shortcut, text.as_bytes(), |piece, id| {
+            let mut block = Block::default();
+            let mut blocks = Prefetched::new(&self.shortcut, text.as_bytes(), &mut block, |piece, id| {
                 self.encode_piece(piece, id, table.as_deref_mut(), out, &mut state)
             });
             self.pretokenizer
