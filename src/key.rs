@@ -103,8 +103,8 @@ pub type KeyMap = hashbrown::HashMap<Key, u32, rustc_hash::FxBuildHasher>;
 /// tokens).  Here a slot is 16 bytes and holds the whole key when it has at most
 /// [`INLINE`] bytes (most pretokens do), so a probe reads one cache line and compares two
 /// integers; a longer key keeps its first bytes in the slot, and the whole key in a side
-/// arena, which is only read when those first bytes already match.  Open addressing with linear
-/// probing, at most 5/8 full (a power of two of slots: 1 MB for 32K tokens, 4 MB for
+/// arena, which is only read when those first bytes already match.  Open addressing with
+/// linear probing, at most 5/8 full (a power of two of slots: 1 MB for 32K tokens, 4 MB for
 /// cl100k's 100,256; a table 2/3 full at 2.4 MB was no faster on cl100k, interleaved in one
 /// process).  The hash is seeded per table so that a hostile vocabulary cannot be built to
 /// collide (lookups give the same answers for any seed).
@@ -308,8 +308,8 @@ impl ByteMap {
     }
 
     /// Set the value of `key`; false (and nothing changed) when `key` is new and long and its
-    /// record would take the long keys past [`ByteMap::MOST_LONG`].  Panics when the map
-    /// already holds as many keys as it was made for and `key` is new.
+    /// record would take the long keys past [`ByteMap::MOST_LONG`] (or it is 4 GB long).
+    /// Panics when the map already holds as many keys as it was made for and `key` is new.
     #[must_use]
     pub fn insert(&mut self, key: &[u8], value: u32) -> bool {
         let (head, tail) = split(key);
@@ -341,7 +341,7 @@ impl ByteMap {
         let stored = if long {
             let start = self.long.len();
             let end = (start + RECORD_HEAD + key.len()).next_multiple_of(RECORD_ALIGN);
-            if end > Self::MOST_LONG {
+            if end > Self::MOST_LONG || u32::try_from(key.len()).is_err() {
                 return false;
             }
             self.long.extend_from_slice(&value.to_le_bytes());
