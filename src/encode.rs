@@ -14,7 +14,7 @@ use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::error::{Error, Result};
-use crate::key::{ByteMap, Prefetched};
+use crate::key::{Block, ByteMap, Prefetched};
 use crate::model::Model;
 use crate::pretokenize::Pretokenizer;
 use crate::tokens::TokenId;
@@ -357,7 +357,7 @@ impl Encoder {
             super_ranks,
             super_part,
             reachable: vec![false; model.vocab.len()],
-            shortcut: ByteMap::new([]),
+            shortcut: ByteMap::new([])?,
             ngrams,
             picky,
             special: model.special_tokens.clone(),
@@ -368,7 +368,7 @@ impl Encoder {
             (0..enc.vocab.len())
                 .filter(|&i| enc.reachable[i])
                 .map(|i| (enc.vocab[i].as_slice(), i as TokenId)),
-        );
+        )?;
         enc.cache = PieceCache::new(cache::DEFAULT_CAPACITY);
         Ok(enc)
     }
@@ -549,7 +549,8 @@ impl Encoder {
             failed: None,
         };
         if shortcut {
-            let mut blocks = Prefetched::new(&self.shortcut, text.as_bytes(), |piece, id| {
+            let mut block = Block::default();
+            let mut blocks = Prefetched::new(&self.shortcut, text.as_bytes(), &mut block, |piece, id| {
                 self.encode_piece(piece, id, table.as_deref_mut(), out, &mut state)
             });
             self.pretokenizer

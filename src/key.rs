@@ -1,5 +1,7 @@
 //! Hash keys for short byte strings (pretokens, tokens).
 
+use crate::error::{Error, Result};
+
 /// A short byte string as a hash key, stored inline when short (nearly all pretokens and
 /// tokens are), so that a lookup compares bytes in the table's own cache line instead of
 /// following a pointer, and without calling `memcmp`.  Interning pretokens was a quarter of
@@ -100,16 +102,25 @@ pub type KeyMap = hashbrown::HashMap<Key, u32, rustc_hash::FxBuildHasher>;
 /// cache lines per probe (the table's control bytes and its 32-byte bucket, 2 MB for 32K
 /// tokens).  Here a slot is 16 bytes and holds the whole key when it has at most
 /// [`INLINE`] bytes (most pretokens do), so a probe reads one cache line and compares two
-/// integers; a longer key keeps its first bytes in the slot and the rest in a side list,
-/// which is only read when those first bytes already match.  Open addressing with linear
-/// probing, at most 5/8 full (a power of two of slots: 1 MB for 32K tokens, 4 MB for
+/// integers; a longer key keeps its first bytes in the slot, and the whole key in a side
+/// arena, which is only read when those first bytes already match.  Open addressing with
+/// linear probing, at most 5/8 full (a power of two of slots: 1 MB for 32K tokens, 4 MB for
 /// cl100k's 100,256; a table 2/3 full at 2.4 MB was no faster on cl100k, interleaved in one
 /// process).  The hash is seeded per table so that a hostile vocabulary cannot be built to
 /// collide (lookups give the same answers for any seed).
 pub struct ByteMap {
     slots: Box<[Slot]>,
-    /// keys longer than [`INLINE`] bytes and their values; a long key's slot holds its index
-    long: Vec<(Box<[u8]>, u32)>,
+    /// keys longer than [`INLINE`] bytes, one record each, back to back: the value (`u32`,
+    /// little-endian), the key's length (`u32`), the key, padded to a multiple of
+    /// [`RECORD_ALIGN`] bytes; a long key's slot holds its record's offset / [`RECORD_ALIGN`].
+    ///
+    /// One buffer instead of a box per key: the per-thread pretoken cache holds many long
+    /// pretokens (rare long words miss the shortcut), and a lookup followed two pointers
+    /// (list entry, then box) where it now reads one record; a cache emptied when full freed
+    /// every box, and the new ones came from pages the allocator had given back (perf, 32K
+    /// BPE model, 10 MB of Gutenberg, two threads: `ByteMap::get` 12 % of samples, and 5.6 %
+    /// in the kernel zeroing pages for those boxes).  The buffer keeps its memory when cleared.
+    long: Vec<u8>,
     seed: u64,
     len: usize,
     /// the most keys it was made for
@@ -120,6 +131,11 @@ pub struct ByteMap {
 const INLINE: usize = 11;
 /// The length byte of a key longer than [`INLINE`] bytes.
 const LONG: u32 = 0xFF;
+/// Records in [`ByteMap::long`] start at multiples of this, so that a `u32` offset reaches
+/// 16 GB of long keys.
+const RECORD_ALIGN: usize = 4;
+/// Bytes of a record before its key: the value and the length.
+const RECORD_HEAD: usize = 8;
 
 #[derive(Clone, Copy)]
 #[repr(C, align(16))]
@@ -211,13 +227,19 @@ fn split_in(window: &[u8; 12], n: usize) -> (u64, u32) {
 impl ByteMap {
     /// A map of `pairs`; a key given twice keeps its last value (as collecting into a
     /// `HashMap` does).
-    pub fn new<'a>(pairs: impl IntoIterator<Item = (&'a [u8], u32)>) -> ByteMap {
+    pub fn new<'a>(pairs: impl IntoIterator<Item = (&'a [u8], u32)>) -> Result<ByteMap> {
         let pairs: Vec<(&[u8], u32)> = pairs.into_iter().collect();
         let mut map = ByteMap::with_capacity(pairs.len());
         for (key, value) in pairs {
-            map.insert(key, value);
+            if !map.insert(key, value) {
+                return Err(Error::Value(format!(
+                    "the long keys of a table of {} keys take more than {} GB",
+                    map.keys,
+                    Self::MOST_LONG >> 30
+                )));
+            }
         }
-        map
+        Ok(map)
     }
 
     /// An empty map with room for `keys` keys (it must never hold more: a full table would
@@ -229,8 +251,11 @@ impl ByteMap {
             h.write_usize(keys);
             h.finish() | 1
         };
+        let slots = (keys * 8 / 5 + 1).next_power_of_two().max(8);
+        // (slot indices are kept as `u32` in probes; 2**32 slots would be 64 GB)
+        assert!(slots <= 1 << 32, "a ByteMap for {keys} keys");
         ByteMap {
-            slots: vec![EMPTY_SLOT; (keys * 8 / 5 + 1).next_power_of_two().max(8)].into_boxed_slice(),
+            slots: vec![EMPTY_SLOT; slots].into_boxed_slice(),
             long: Vec::new(),
             seed,
             len: 0,
@@ -263,9 +288,30 @@ impl ByteMap {
         ((x as u128 * self.slots.len() as u128) >> 64) as usize
     }
 
-    /// Set the value of `key`.  Panics when the map already holds as many keys as it was
-    /// made for and `key` is new.
-    pub fn insert(&mut self, key: &[u8], value: u32) {
+    /// The most bytes of long-key records a map holds (offsets are `u32` in units of
+    /// [`RECORD_ALIGN`]).
+    pub const MOST_LONG: usize = (u32::MAX as usize + 1) * RECORD_ALIGN;
+
+    /// Bytes of long-key records so far (see [`ByteMap::MOST_LONG`]).
+    pub fn long_bytes(&self) -> usize {
+        self.long.len()
+    }
+
+    /// The record of the long key whose slot holds `at`: its value and its key.
+    #[inline(always)]
+    fn record(&self, at: u32) -> (u32, &[u8]) {
+        let start = at as usize * RECORD_ALIGN;
+        let word = |i: usize| u32::from_le_bytes(self.long[i..i + 4].try_into().unwrap());
+        let len = word(start + 4) as usize;
+        let key = start + RECORD_HEAD;
+        (word(start), &self.long[key..key + len])
+    }
+
+    /// Set the value of `key`; false (and nothing changed) when `key` is new and long and its
+    /// record would take the long keys past [`ByteMap::MOST_LONG`] (or it is 4 GB long).
+    /// Panics when the map already holds as many keys as it was made for and `key` is new.
+    #[must_use]
+    pub fn insert(&mut self, key: &[u8], value: u32) -> bool {
         let (head, tail) = split(key);
         let long = is_long(key);
         let mut i = self.home(head, tail);
@@ -277,12 +323,12 @@ impl ByteMap {
             if s.head == head && s.tail == tail {
                 if !long {
                     self.slots[i].value = value;
-                    return;
+                    return true;
                 }
-                let entry = &mut self.long[s.value as usize];
-                if &*entry.0 == key {
-                    entry.1 = value;
-                    return;
+                if self.record(s.value).1 == key {
+                    let start = s.value as usize * RECORD_ALIGN;
+                    self.long[start..start + 4].copy_from_slice(&value.to_le_bytes());
+                    return true;
                 }
             }
             i = if i + 1 == self.slots.len() { 0 } else { i + 1 };
@@ -293,8 +339,16 @@ impl ByteMap {
             self.keys
         );
         let stored = if long {
-            self.long.push((key.into(), value));
-            (self.long.len() - 1) as u32
+            let start = self.long.len();
+            let end = (start + RECORD_HEAD + key.len()).next_multiple_of(RECORD_ALIGN);
+            if end > Self::MOST_LONG || u32::try_from(key.len()).is_err() {
+                return false;
+            }
+            self.long.extend_from_slice(&value.to_le_bytes());
+            self.long.extend_from_slice(&(key.len() as u32).to_le_bytes());
+            self.long.extend_from_slice(key);
+            self.long.resize(end, 0);
+            (start / RECORD_ALIGN) as u32
         } else {
             value
         };
@@ -304,6 +358,7 @@ impl ByteMap {
             value: stored,
         };
         self.len += 1;
+        true
     }
 
     /// The value of `key`, if it is in the map.
@@ -320,7 +375,7 @@ impl ByteMap {
         Probe {
             head,
             tail,
-            home: self.home(head, tail),
+            home: self.home(head, tail) as u32,
         }
     }
 
@@ -331,7 +386,7 @@ impl ByteMap {
         Probe {
             head,
             tail,
-            home: self.home(head, tail),
+            home: self.home(head, tail) as u32,
         }
     }
 
@@ -349,7 +404,7 @@ impl ByteMap {
     /// Ask the CPU to start loading the slot where `probe`'s search starts.
     #[inline(always)]
     fn prefetch(&self, probe: &Probe) {
-        crate::prefetch(self.slot(probe.home));
+        crate::prefetch(self.slot(probe.home as usize));
     }
 
     /// The value of `key`, whose probe is `probe`.  (Inlined by force: the release build
@@ -357,16 +412,16 @@ impl ByteMap {
     #[inline(always)]
     fn find(&self, key: &[u8], probe: Probe) -> Option<u32> {
         let Probe { head, tail, home } = probe;
-        let mut i = home;
+        let mut i = home as usize;
         loop {
             let s = self.slot(i);
             if s.head == head && s.tail == tail {
                 if !is_long(key) {
                     return Some(s.value);
                 }
-                let (k, v) = &self.long[s.value as usize];
-                if **k == *key {
-                    return Some(*v);
+                let (v, k) = self.record(s.value);
+                if k == key {
+                    return Some(v);
                 }
             } else if s.tail == 0 {
                 return None;
@@ -376,30 +431,51 @@ impl ByteMap {
     }
 }
 
-/// Keys looked up in a [`ByteMap`] a block at a time: [`Prefetched::push`] collects them,
-/// and each block of [`BLOCK`] (the rest at [`Prefetched::finish`]) first has all its slots
-/// prefetched, then is handed to `found` key by key, in order, with the keys' values.
-/// Encoding looks every pretoken up this way (the profile is at `Encoder::encode_pieces`).
-pub struct Prefetched<'m, 'a, F: FnMut(&'a [u8], Option<u32>)> {
+/// Keys looked up in a [`ByteMap`] a block at a time: [`Prefetched::push`] hashes each key
+/// and starts loading its slot, and each block of [`BLOCK`] keys (the rest at
+/// [`Prefetched::finish`]) is then handed to `found` key by key, in order, with the keys'
+/// values.  Encoding looks every pretoken up this way (the profile is at
+/// `Encoder::encode_pieces`).  (The hash was computed in a loop over the block before its
+/// lookups, from an array of the keys: storing the keys, then reading them back and storing
+/// and reloading their probes, were about 19 instructions per key, callgrind, 32K BPE model;
+/// now a key and its probe are stored once, side by side.)  Tried and dropped: handing each
+/// key that is not in the map to the caller once more before the block's lookups, so that
+/// encoding could prefetch its slot in the per-thread pretoken cache (`ByteMap::get` there is
+/// a tenth of a 32K BPE model's samples on 10 MB): 131.9 against 140.1 MB per CPU-second.
+pub struct Prefetched<'m, 'a, 'w, F: FnMut(&'a [u8], Option<u32>)> {
     map: &'m ByteMap,
     /// the text all keys are slices of
     text: &'a [u8],
-    keys: [&'a [u8]; BLOCK],
+    /// the block's keys so far (the first `n` are written)
+    waiting: &'w mut Block<'a>,
     n: usize,
     found: F,
+}
+
+/// Room for a block of keys of [`Prefetched`], made by the caller: inside `Prefetched` its
+/// half kilobyte was zeroed and copied once per text, about 140 instructions (callgrind,
+/// texts of a few words), though nothing reads it before writing it.
+pub struct Block<'a>([std::mem::MaybeUninit<(&'a [u8], Probe)>; BLOCK]);
+
+impl Default for Block<'_> {
+    #[inline(always)]
+    fn default() -> Self {
+        Block([std::mem::MaybeUninit::uninit(); BLOCK])
+    }
 }
 
 /// Keys per block of [`Prefetched`].
 const BLOCK: usize = 16;
 
-impl<'m, 'a, F: FnMut(&'a [u8], Option<u32>)> Prefetched<'m, 'a, F> {
+impl<'m, 'a, 'w, F: FnMut(&'a [u8], Option<u32>)> Prefetched<'m, 'a, 'w, F> {
     /// Lookups of slices of `text` (a key from elsewhere is looked up all the same, only
-    /// without [`split_in`]).
-    pub fn new(map: &'m ByteMap, text: &'a [u8], found: F) -> Self {
+    /// without [`split_in`]), in `block`.
+    #[inline(always)]
+    pub fn new(map: &'m ByteMap, text: &'a [u8], block: &'w mut Block<'a>, found: F) -> Self {
         Prefetched {
             map,
             text,
-            keys: [&[]; BLOCK],
+            waiting: block,
             n: 0,
             found,
         }
@@ -407,7 +483,18 @@ impl<'m, 'a, F: FnMut(&'a [u8], Option<u32>)> Prefetched<'m, 'a, F> {
 
     #[inline]
     pub fn push(&mut self, key: &'a [u8]) {
-        self.keys[self.n] = key;
+        // where the key starts in the text, if it is in the text
+        let at = (key.as_ptr() as usize).wrapping_sub(self.text.as_ptr() as usize);
+        let probe = match self.text.get(at..at.wrapping_add(12)) {
+            Some(window) if at + key.len() <= self.text.len() => {
+                self.map.probe_in(window.try_into().unwrap(), key.len())
+            }
+            _ => self.map.probe(key),
+        };
+        self.map.prefetch(&probe);
+        debug_assert!(self.n < BLOCK);
+        // SAFETY: `n` is below `BLOCK`: it is reset to 0 whenever it reaches it
+        unsafe { self.waiting.0.get_unchecked_mut(self.n) }.write((key, probe));
         self.n += 1;
         if self.n == BLOCK {
             self.look_up();
@@ -421,26 +508,9 @@ impl<'m, 'a, F: FnMut(&'a [u8], Option<u32>)> Prefetched<'m, 'a, F> {
 
     #[inline]
     fn look_up(&mut self) {
-        let keys = &self.keys[..self.n];
-        // (not zeroed first: the block's keys fill what is read; zeroing the whole array was
-        // a few instructions per key)
-        let mut probes = [std::mem::MaybeUninit::<Probe>::uninit(); BLOCK];
-        let base = self.text.as_ptr() as usize;
-        for (probe, key) in probes.iter_mut().zip(keys) {
-            // where the key starts in the text, if it is in the text
-            let at = (key.as_ptr() as usize).wrapping_sub(base);
-            let p = match self.text.get(at..at.wrapping_add(12)) {
-                Some(window) if at + key.len() <= self.text.len() => {
-                    self.map.probe_in(window.try_into().unwrap(), key.len())
-                }
-                _ => self.map.probe(key),
-            };
-            self.map.prefetch(&p);
-            probe.write(p);
-        }
-        for (probe, &key) in probes.iter().zip(keys) {
-            // SAFETY: the loop above wrote the first `keys.len()` probes, and `zip` stops there
-            let probe = unsafe { probe.assume_init() };
+        for entry in &self.waiting.0[..self.n] {
+            // SAFETY: `push` wrote the first `n` entries of this block
+            let (key, probe) = unsafe { entry.assume_init() };
             (self.found)(key, self.map.find(key, probe));
         }
         self.n = 0;
@@ -449,10 +519,12 @@ impl<'m, 'a, F: FnMut(&'a [u8], Option<u32>)> Prefetched<'m, 'a, F> {
 
 /// A key's hashed form and home slot in one [`ByteMap`].
 #[derive(Clone, Copy, Default)]
-struct Probe {
+pub struct Probe {
     head: u64,
     tail: u32,
-    home: usize,
+    /// (a `u32`, so that a probe and its key fit half a cache line: maps have far fewer than
+    /// 2**32 slots, see `ByteMap::with_capacity`)
+    home: u32,
 }
 
 #[cfg(test)]
@@ -484,7 +556,7 @@ mod tests {
         for (i, k) in inside.iter().enumerate() {
             expected.insert(k.clone(), i as u32); // a repeated key keeps its last value
         }
-        let map = ByteMap::new(inside.iter().enumerate().map(|(i, k)| (k.as_slice(), i as u32)));
+        let map = ByteMap::new(inside.iter().enumerate().map(|(i, k)| (k.as_slice(), i as u32))).unwrap();
         assert_eq!(map.len(), expected.len());
         for k in all.iter().chain([&Vec::new()]) {
             assert_eq!(map.get(k), expected.get(k).copied(), "{k:?}");
@@ -494,12 +566,36 @@ mod tests {
                 assert_eq!(map.get(&k[..cut]), expected.get(&k[..cut]).copied());
             }
         }
-        let with_empty = ByteMap::new([(&b""[..], 5), (&b"a"[..], 6)]);
+        let with_empty = ByteMap::new([(&b""[..], 5), (&b"a"[..], 6)]).unwrap();
         assert_eq!(
             (with_empty.get(b""), with_empty.get(b"a"), with_empty.get(b"b")),
             (Some(5), Some(6), None)
         );
-        assert_eq!(ByteMap::new([]).get(b""), None);
+        assert_eq!(ByteMap::new([]).unwrap().get(b""), None);
+    }
+
+    #[test]
+    fn long_keys_are_updated_in_place_and_cleared_with_the_map() {
+        let mut map = ByteMap::with_capacity(4);
+        let long = b"a long key of many bytes";
+        assert!(map.insert(long, 1));
+        assert!(map.insert(&long[..13], 2)); // the same first 11 bytes, another length
+        assert!(map.insert(long, 3));
+        assert_eq!(
+            (
+                map.len(),
+                map.get(long),
+                map.get(&long[..13]),
+                map.get(&long[..12])
+            ),
+            (2, Some(3), Some(2), None)
+        );
+        let before = map.long_bytes();
+        assert_eq!(before % RECORD_ALIGN, 0);
+        map.clear();
+        assert_eq!((map.len(), map.long_bytes(), map.get(long)), (0, 0, None));
+        assert!(map.insert(&long[..12], 4));
+        assert_eq!((map.get(&long[..12]), map.get(&long[..13])), (Some(4), None));
     }
 
     #[test]
@@ -523,7 +619,7 @@ mod tests {
         }
         // the blocks find keys in their text, out of it, and at its very end alike
         let words: Vec<&[u8]> = vec![b"", b"a", b"ab\0", b"abcdefghijkl", b"abcdefghijklmnop", b"xyz"];
-        let map = ByteMap::new(words.iter().enumerate().map(|(i, w)| (*w, i as u32)));
+        let map = ByteMap::new(words.iter().enumerate().map(|(i, w)| (*w, i as u32))).unwrap();
         let text = b"abcdefghijklmnopab\0xyz";
         let pieces: Vec<&[u8]> = vec![
             &text[..16],
@@ -536,7 +632,8 @@ mod tests {
             b"q",
         ];
         let mut found = Vec::new();
-        let mut blocks = Prefetched::new(&map, text, |k, v| found.push((k, v)));
+        let mut block = Block::default();
+        let mut blocks = Prefetched::new(&map, text, &mut block, |k, v| found.push((k, v)));
         for p in &pieces {
             blocks.push(p);
         }

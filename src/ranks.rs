@@ -11,7 +11,7 @@ use rustc_hash::FxHashMap;
 use crate::encode::cache::Table;
 use crate::encode::cache::{self, PieceCache};
 use crate::error::{Error, Result};
-use crate::key::{ByteMap, Prefetched};
+use crate::key::{Block, ByteMap, Prefetched};
 use crate::pretokenize::Matcher;
 
 #[derive(Clone)]
@@ -121,7 +121,7 @@ pub struct RankEncoder {
 impl RankEncoder {
     pub fn new(model: RankModel) -> Result<RankEncoder> {
         let matcher = Matcher::new(&model.pattern, "pattern")?;
-        let lookup = ByteMap::new(model.ranks.iter().map(|(t, &r)| (t.as_slice(), r)));
+        let lookup = ByteMap::new(model.ranks.iter().map(|(t, &r)| (t.as_slice(), r)))?;
         Ok(RankEncoder {
             model,
             matcher,
@@ -217,10 +217,16 @@ impl RankEncoder {
     fn encode_into(&self, text: &str, out: &mut Vec<u32>) -> Result<()> {
         self.cache.with(|mut table| {
             let mut error = None;
-            let mut blocks = Prefetched::new(&self.lookup, text.as_bytes(), |raw, rank| match rank {
-                Some(id) => out.push(id),
-                None => self.merge_cached(raw, table.as_deref_mut(), out, &mut error),
-            });
+            let mut block = Block::default();
+            let mut blocks = Prefetched::new(
+                &self.lookup,
+                text.as_bytes(),
+                &mut block,
+                |raw, rank| match rank {
+                    Some(id) => out.push(id),
+                    None => self.merge_cached(raw, table.as_deref_mut(), out, &mut error),
+                },
+            );
             self.matcher
                 .for_each_piece(text, &mut |piece: &str| blocks.push(piece.as_bytes()))?;
             blocks.finish();

@@ -124,6 +124,28 @@ def test_token_lookup_and_iteration():
 
 
 @pytest.mark.parametrize("backend", ["reference", "rust"])
+def test_special_token_policies_follow_registration(backend):
+    """What encode makes of allowed_special / disallowed_special is kept between calls; a
+    registration must change it (before it, "<|end|>" is plain text)."""
+    tok = superword.train(["the cat sat on the mat"] * 10, 280, backend=backend)
+    text = "the cat<|end|>"
+    as_text = tok.encode(text)
+    assert tok.encode(text, allowed_special="all") == as_text
+    assert tok.encode_batch([text, text], disallowed_special="all") == [as_text, as_text]
+    tok.register_special_tokens(["<|end|>"])
+    with pytest.raises(ValueError, match="contains the special token '<|end|>'"):
+        tok.encode(text)
+    with pytest.raises(ValueError, match="text 1 contains the special token"):
+        tok.encode_batch(["the", text], disallowed_special="all")
+    end = tok.special_tokens["<|end|>"]
+    assert tok.encode(text, allowed_special="all")[-1] == end
+    assert tok.encode(text, allowed_special={"<|end|>"})[-1] == end  # a set: not kept
+    assert tok.encode(text, allowed_special=frozenset({"<|end|>"}))[-1] == end
+    assert tok.encode(text, disallowed_special=()) == as_text
+    assert tok.encode(text, allowed_special="none") == as_text
+
+
+@pytest.mark.parametrize("backend", ["reference", "rust"])
 def test_encoding_bad_input(tmp_path, backend):
     tok = superword.train(["the cat sat on the mat"] * 10, 280, backend=backend)
     with pytest.raises(TypeError, match="text 1 of encode_batch is int"):

@@ -413,6 +413,10 @@ def _disallowed(disallowed_special: object, special: dict[str, int]) -> Abstract
     return frozenset(disallowed_special)
 
 
+#: argument types of `Tokenizer._allowed` whose values cannot change, so can be keys
+_FIXED = (str, type(None), frozenset, tuple)
+
+
 class Tokenizer:
     """A trained BPE, BoundlessBPE or SuperBPE tokenizer.
 
@@ -423,6 +427,10 @@ class Tokenizer:
     def __init__(self, impl: Any, backend: str):
         self._impl = impl
         self.backend = backend
+        # (allowed_special, disallowed_special) -> what `_allowed` makes of them; emptied
+        # when special tokens are registered (working it out anew took two thirds of a
+        # short text's `encode`)
+        self._policies: dict[tuple[object, object], tuple[list[str], list[str]]] = {}
         #: how the model was made (see :mod:`superword._provenance`): set by :func:`train`,
         #: read by :meth:`load` from the sidecar ``MODEL.json``; ``None`` when unknown
         self.provenance: dict[str, Any] | None = None
@@ -725,6 +733,7 @@ class Tokenizer:
                 raise ValueError(f"special token {t!r} is already registered")
         _check_special_overlaps([*special, *tokens])
         self._impl.register_special_tokens(tokens)
+        self._policies.clear()
         return self.special_tokens
 
     # -- encoding --------------------------------------------------------------------------------
@@ -817,7 +826,37 @@ class Tokenizer:
     def _allowed(self, allowed_special: object, texts: list[str],
                  disallowed_special: object = None) -> list[str]:
         """The special tokens to recognise, after the ``allowed_special`` policy (and
-        tiktoken's ``disallowed_special``, when given)."""
+        tiktoken's ``disallowed_special``, when given); raises if one of ``texts`` holds a
+        special token that must not occur."""
+        # (only values that cannot change are keys: a `set` or a list is worked out every time)
+        key: tuple[object, object] | None = (allowed_special, disallowed_special)
+        policy = None
+        if type(allowed_special) in _FIXED and type(disallowed_special) in _FIXED:
+            try:
+                policy = self._policies.get(key)  # type: ignore[arg-type]
+            except TypeError:  # a tuple holding something that cannot be hashed
+                key = None
+        else:
+            key = None
+        if policy is None:
+            policy = self._policy(allowed_special, disallowed_special)
+            if key is not None:
+                self._policies[key] = policy
+        allowed, checks = policy
+        for n, text in enumerate(texts if checks else ()):
+            for s in checks:
+                if s in text:
+                    where = f"text {n}" if len(texts) > 1 else "text"
+                    raise ValueError(
+                        f"{where} contains the special token {s!r} at index {text.index(s)}; "
+                        f"pass allowed_special='all' (or a set) to encode it as a special "
+                        f"token, or 'none' (disallowed_special=()) to encode it as text")
+        return allowed
+
+    def _policy(self, allowed_special: object,
+                disallowed_special: object) -> tuple[list[str], list[str]]:
+        """The special tokens to recognise, sorted, and those that must not occur, longest
+        first (so that a token that contains another is the one named)."""
         special = self._impl.special_tokens
         raising: AbstractSet[str] = frozenset()
         if isinstance(allowed_special, str):
@@ -840,19 +879,9 @@ class Tokenizer:
                             f"not {type(allowed_special).__name__}")
         if disallowed_special is not None:
             raising = _disallowed(disallowed_special, special)
-        # longest first, so that a token that contains another is the one named; sorted once
-        # (sorted per text, the empty list of allowed_special="none" took a quarter of a
-        # large flat encode_batch)
-        checks = sorted(raising - allowed, key=len, reverse=True)
-        for n, text in enumerate(texts if checks else ()):
-            for s in checks:
-                if s in text:
-                    where = f"text {n}" if len(texts) > 1 else "text"
-                    raise ValueError(
-                        f"{where} contains the special token {s!r} at index {text.index(s)}; "
-                        f"pass allowed_special='all' (or a set) to encode it as a special "
-                        f"token, or 'none' (disallowed_special=()) to encode it as text")
-        return sorted(allowed)
+        # sorted once per call (sorted per text, the empty list of allowed_special="none" took a
+        # quarter of a large flat encode_batch), and kept per policy (see `_policies`)
+        return sorted(allowed), sorted(raising - allowed, key=len, reverse=True)
 
     def encode_with_tokens(self, text: str) -> list[tuple[int, bytes]]:
         """``(id, token bytes)`` for each token of ``text`` (no special tokens): how the

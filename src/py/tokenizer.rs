@@ -13,6 +13,30 @@ use crate::threads::pool;
 use crate::tokenizer::{Shared, Tokenizer};
 use crate::train::Stats;
 
+/// A new `bytes` object of `len` bytes, all of them written by `fill`.  Unlike
+/// `PyBytes::new_with`, the buffer is not zeroed first (a serial pass over a buffer that
+/// `fill` writes in parallel; see `Batch::write_ids_le`).
+fn bytes_written<'py>(
+    py: Python<'py>,
+    len: usize,
+    fill: impl FnOnce(&mut [std::mem::MaybeUninit<u8>]),
+) -> PyResult<Bound<'py, PyBytes>> {
+    let size =
+        isize::try_from(len).map_err(|_| pyo3::exceptions::PyMemoryError::new_err(format!("{len} bytes")))?;
+    // SAFETY: `PyBytes_FromStringAndSize` with a null pointer makes a bytes object of `size`
+    // bytes that are not initialised, owned by the returned reference (or sets an error and
+    // returns null, which `from_owned_ptr_or_err` turns into `Err`); its buffer stays where it
+    // is for the object's life, nothing else can see the object before it is returned, and
+    // `fill` sees the bytes as `MaybeUninit` (what is read from them is only what it wrote)
+    unsafe {
+        let ptr = pyo3::ffi::PyBytes_FromStringAndSize(std::ptr::null(), size);
+        let obj = Bound::from_owned_ptr_or_err(py, ptr)?;
+        let data = pyo3::ffi::PyBytes_AsString(ptr).cast::<std::mem::MaybeUninit<u8>>();
+        fill(std::slice::from_raw_parts_mut(data, len));
+        Ok(obj.cast_into_unchecked())
+    }
+}
+
 /// A trained or loaded model (superword or tiktoken ranks) with its encoder.
 #[pyclass(name = "Tokenizer", module = "superword._core")]
 pub struct PyTokenizer {
@@ -99,14 +123,10 @@ impl PyTokenizer {
         let batch = py.detach(|| {
             guard(|| pool.install(|| current.encoder().encode_batch_groups(&strs(&texts), &allowed)))
         })?;
-        let ids = PyBytes::new_with(py, 4 * batch.total_ids(), |buf| {
-            py.detach(|| pool.install(|| batch.write_ids_le(buf)));
-            Ok(())
+        let ids = bytes_written(py, 4 * batch.total_ids(), |buf| {
+            py.detach(|| pool.install(|| batch.write_ids_le(buf)))
         })?;
-        let offsets = PyBytes::new_with(py, 8 * (batch.len() + 1), |buf| {
-            batch.write_offsets_le(buf);
-            Ok(())
-        })?;
+        let offsets = bytes_written(py, 8 * (batch.len() + 1), |buf| batch.write_offsets_le(buf))?;
         Ok((ids, offsets))
     }
 
