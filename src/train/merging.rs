@@ -925,6 +925,25 @@ impl MergeState {
         (TrainMerge { pair, count, flag }, id)
     }
 
+    /// Each sequence's token when it is one token now, by sequence index.
+    pub fn single_tokens(&self) -> Vec<Option<TokenId>> {
+        (0..self.seqs.len())
+            .map(|i| match self.long.get(&(i as u32)) {
+                Some(long) => {
+                    let mut tokens = long.tokens();
+                    match (tokens.next(), tokens.next()) {
+                        (Some(t), None) => Some(t),
+                        _ => None,
+                    }
+                }
+                None => match &self.data[self.seqs[i].range()] {
+                    &[t] => Some(t),
+                    _ => None,
+                },
+            })
+            .collect()
+    }
+
     /// How often each token id occurs in the sequences, weighted (SPEC 8 `count`).
     pub fn token_counts(&self, n_tokens: usize) -> Vec<u64> {
         let mut counts = vec![0u64; n_tokens];

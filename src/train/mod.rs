@@ -302,7 +302,8 @@ fn train_counted(counts: Counts, config: &Config, control: &dyn Control, stats: 
         Algorithm::SuperBpe(n) => config.vocab_size - n,
         _ => config.vocab_size,
     };
-    let word = train_words(&words, phase1_size, config.picky, control)?;
+    let singles = config.algorithm != Algorithm::Bpe;
+    let mut word = train_words(&words, phase1_size, config.picky, singles, control)?;
     let word_model = word_model(&config.settings, &word);
     stats.push(("phase1", clock.elapsed().as_secs_f64()));
     if config.algorithm == Algorithm::Bpe {
@@ -312,17 +313,24 @@ fn train_counted(counts: Counts, config: &Config, control: &dyn Control, stats: 
     // 3. supermerge candidates: letter runs cut at pretokens that are not single tokens
     let clock = Instant::now();
     crate::release_freed_memory(words_len);
-    let encoder = Encoder::new(&word_model, false)?;
-    // (the encoder's ids are the final vocabulary's; training's are `word.order`'s entries)
-    let token_of: Vec<Option<TokenId>> = words
-        .par_iter()
-        .map(|(w, _)| {
-            encoder
-                .single_token(w.as_bytes())
-                .map(|id| word.order[id as usize])
-        })
-        .collect();
-    drop(encoder);
+    // each word's token when it is eligible: phase 1's final words when they are the word
+    // model's encoding (see `train_words`), else encoded.  (Building the encoder and its
+    // reachable set was about a sixth of a small training, 185 KB at 5,000.)
+    let token_of: Vec<Option<TokenId>> = match word.single.take() {
+        Some(single) => single,
+        None => {
+            let encoder = Encoder::new(&word_model, false)?;
+            // (the encoder's ids are the final vocabulary's; training's are `word.order`'s)
+            words
+                .par_iter()
+                .map(|(w, _)| {
+                    encoder
+                        .single_token(w.as_bytes())
+                        .map(|id| word.order[id as usize])
+                })
+                .collect()
+        }
+    };
     drop(words);
     // phase 2 of BoundlessBPE cuts the candidates at pairs that count no more than any
     // regular merge (see boundless.rs); without the greedy split, straight from the runs.
@@ -404,4 +412,60 @@ fn train_counted(counts: Counts, config: &Config, control: &dyn Control, stats: 
 enum Stage3 {
     Cut(CutCandidates),
     Whole(Candidates),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pretokenize::GPT4O;
+    use crate::tokens::BASE_VOCAB;
+
+    #[test]
+    fn phase_one_singles_are_the_encoders_eligible_words() {
+        // short words over a few letters, trained until the pairs run out; with PickyBPE
+        // deletions phase 1 leaves the words to the encoder
+        let picky = Picky {
+            tau: 1.1,
+            blowup: false,
+        };
+        let config = Config::new(600, "boundless", None, GPT4O, None, None, false, picky).unwrap();
+        let mut rng = crate::XorShift(0x0DDB_1A5E_5BAD_5EED);
+        let (mut given, mut refused) = (0, 0);
+        for round in 0..300 {
+            let letters = &b"abcdef"[..2 + round % 5];
+            let mut words: Vec<(Box<str>, u64)> = (0..150)
+                .map(|_| {
+                    let len = 1 + rng.below(10) as usize;
+                    let w: String = (0..len)
+                        .map(|_| letters[rng.below(letters.len() as u64) as usize] as char)
+                        .collect();
+                    (w.into(), 1 + rng.below(6))
+                })
+                .collect();
+            words.sort();
+            words.dedup_by(|a, b| a.0 == b.0);
+            let size = 250 + rng.below(1000) as usize;
+            let picky = Picky {
+                tau: if round % 3 == 0 { 0.5 } else { 1.1 },
+                blowup: false,
+            };
+            let mut word = train_words(&words, size, picky, true, &Silent).unwrap();
+            let Some(single) = word.single.take() else {
+                assert!(!word.deletions.is_empty() || word.vocab.len() < BASE_VOCAB + word.merges.len());
+                refused += 1;
+                continue;
+            };
+            given += 1;
+            let mut settings = config.settings.clone();
+            settings.tau = picky.tau;
+            let encoder = Encoder::new(&word_model(&settings, &word), false).unwrap();
+            for ((w, _), got) in words.iter().zip(single) {
+                let expected = encoder
+                    .single_token(w.as_bytes())
+                    .map(|id| word.order[id as usize]);
+                assert_eq!(got, expected, "round {round}, word {w:?}");
+            }
+        }
+        assert!(given > 150 && refused > 50, "{given} given, {refused} refused");
+    }
 }
