@@ -74,6 +74,31 @@
 //! is 450); flat segments for phase 2 instead of one box each (1.6 M segments): stage 3's
 //! cut 1.04-1.17 s against 1.10-1.15, phase 2's set-up 0.31-0.36 s against 0.34-0.40, peak
 //! RSS the same (three interleaved runs each, one thread): no measurable gain.
+//!
+//! Round 6 (issue 12).  The machine was loaded by other work throughout (load 1.5-3.3), so
+//! wall times of small trainings varied by 1.5x between identical runs; small trainings were
+//! judged by instruction counts (callgrind, three trainings of taylorswift.txt at 5,000 in
+//! one process) and `perf` samples.  SuperBPE and BoundlessBPE spent a sixth of such a
+//! training building the word model's encoder in stage 3 (its reachable set: every token
+//! encoded), only to ask which words are one token; phase 1's final words are that answer
+//! whenever training's words are the encoding (see `train_words`), so the encoder is built
+//! only after deletions or a merge that made bytes already known (stage 3: 3.5 -> 0.7 ms for
+//! BoundlessBPE, 2.8 -> 0.3 ms for SuperBPE).  Phase 1 of a small BPE training: the heap
+//! was a quarter of the merge loop's instructions, now half that (`PairHeap::sift_down`),
+//! and the words no longer become a vector each before the arena (phase 1 171.6 M -> 149.4 M
+//! instructions for three trainings).  What is left of phase 1 there, per merge: rewriting
+//! the words (~40%), the hash tables of the count changes and pairs (~20%), the heap (~12%),
+//! making the token (`Vocab::add`, ~7%).  Counting is about a fifth of phase 1.
+//! Phase 1 at two threads (20 MB, 32,768, each part timed inside the loop): the merges below
+//! `PARALLEL_MERGE` took 0.11-0.15 s at one thread and 0.13-0.19 s at two, the 25 parallel
+//! ones 0.013-0.02 s either way, the set-up 0.013 vs 0.021-0.026 s.  From a count file (the
+//! same words in the same order at both thread counts) the two were equal; one pair table
+//! instead of one per thread, and rewriting the large merges on one thread, changed nothing
+//! measurable (0.204-0.214 and 0.207-0.217 s against 0.209-0.218).  So the difference comes
+//! with the words counting hands over: their order (the second table's new words come in its
+//! hash order) or their memory.  Taking them in the table's first-seen order instead was
+//! slower, 0.136-0.159 s of small merges against 0.097-0.125 (three interleaved runs), and
+//! was dropped; the cause is still open.
 
 pub mod boundless;
 pub mod bpe;
