@@ -86,9 +86,10 @@
 //! BoundlessBPE, 2.8 -> 0.3 ms for SuperBPE).  Phase 1 of a small BPE training: the heap
 //! was a quarter of the merge loop's instructions, now half that (`PairHeap::sift_down`),
 //! and the words no longer become a vector each before the arena (phase 1 171.6 M -> 149.4 M
-//! instructions for three trainings).  What is left of phase 1 there, per merge: rewriting
-//! the words (~40%), the hash tables of the count changes and pairs (~20%), the heap (~12%),
-//! making the token (`Vocab::add`, ~7%).  Counting is about a fifth of phase 1.
+//! instructions for three trainings).  What is left of the merge loop there: rewriting the
+//! words ~45% (a third of it adding up the count changes in a hash table), the heap ~20%,
+//! the pair table's look-ups ~8%, making the token (`Vocab::add`) ~7%.  Counting costs about
+//! a fifth of what phase 1 does.
 //! Phase 1 at two threads (20 MB, 32,768, each part timed inside the loop): the merges below
 //! `PARALLEL_MERGE` took 0.11-0.15 s at one thread and 0.13-0.19 s at two, the 25 parallel
 //! ones 0.013-0.02 s either way, the set-up 0.013 vs 0.021-0.026 s.  From a count file (the
