@@ -229,6 +229,7 @@ mod tests {
                 vocab,
                 deletions,
                 counts: Vec::new(),
+                single: None,
             };
             let threshold = word.min_merge_count().unwrap();
             let with_cut = train_boundless(&word, cut(&candidates, threshold, n), &Silent).unwrap();

@@ -19,6 +19,10 @@ pub struct WordModel {
     pub deletions: Vec<(usize, TokenId)>,
     /// SPEC 8 `count` of each id of `vocab`, over the final words
     pub counts: Vec<u64>,
+    /// each word's token when the merges made it one token, by the index of `words`; only
+    /// when asked for and when training's final words are the word model's encoding of them
+    /// (see [`train_words`])
+    pub single: Option<Vec<Option<TokenId>>>,
 }
 
 impl WordModel {
@@ -43,24 +47,42 @@ impl Picky {
 }
 
 /// Train on `words` (distinct pretokens with counts, in any order) up to `vocab_size`.
+///
+/// `singles`: also give each word's token when it ended as one token ([`WordModel::single`]),
+/// which stage 3 needs (SPEC 3.1-3.2: a pretoken is eligible when encoding it alone with the
+/// word model gives one token).  Training's final words are that encoding when there were no
+/// deletions and every merge made a token with new bytes: then a merged pair never comes back
+/// (its tokens' new neighbours are new tokens), so after merge k no pair of an index up to k
+/// is left in any word, the encoder's "smallest index present" is the next merge that
+/// training applies to the word, and both apply it the same way.  Otherwise (a merge whose
+/// bytes were a token already, SPEC 2.6, or PickyBPE) `single` is `None`, and stage 3 encodes.
 pub fn train_words(
     words: &[(Box<str>, u64)],
     vocab_size: usize,
     picky: Picky,
+    singles: bool,
     control: &dyn Control,
 ) -> Result<WordModel> {
     // 1. each distinct pretoken is a word of byte tokens, weighted by its count
     let mut vocab = Vocab::base();
-    let seqs: Vec<Vec<u32>> = words
-        .iter()
-        .map(|(w, _)| {
+    // (back to back in one array, not one vector per word: a million small allocations at
+    // 100 MB of text)
+    let mut flat: Vec<TokenId> = Vec::with_capacity(words.iter().map(|(w, _)| w.len()).sum());
+    let mut ends: Vec<usize> = Vec::with_capacity(words.len());
+    for (w, _) in words {
+        flat.extend(
             w.bytes()
-                .map(|b| byte_id(b).expect("UTF-8 text has no 0xC0, 0xC1, 0xF5..0xFF bytes"))
-                .collect()
-        })
-        .collect();
-    let mut state = MergeState::new(seqs.iter().zip(words).map(|(s, w)| (s.as_slice(), w.1)), &vocab);
-    drop(seqs);
+                .map(|b| byte_id(b).expect("UTF-8 text has no 0xC0, 0xC1, 0xF5..0xFF bytes")),
+        );
+        ends.push(flat.len());
+    }
+    let seqs = ends.iter().scan(0, |start, &end| {
+        let seq = &flat[*start..end];
+        *start = end;
+        Some(seq)
+    });
+    let mut state = MergeState::new(seqs.zip(words).map(|(s, w)| (s, w.1)), &vocab);
+    drop((flat, ends));
     let deletes = picky.deletes();
     if deletes {
         state.track_tokens(vocab.len());
@@ -128,12 +150,15 @@ pub fn train_words(
     }
     control.progress("merges", (order.len() - BASE_VOCAB) as u64, total)?;
     let counts = state.token_counts(vocab.len());
+    let every_merge_new = vocab.len() == BASE_VOCAB + merges.len();
+    let single = (singles && deletions.is_empty() && every_merge_new).then(|| state.single_tokens());
     Ok(WordModel {
         merges,
         vocab,
         order,
         deletions,
         counts,
+        single,
     })
 }
 
@@ -149,7 +174,9 @@ mod tests {
             .num_threads(threads)
             .build()
             .unwrap();
-        let w = pool.install(|| train_words(words, 330, picky, &Silent)).unwrap();
+        let w = pool
+            .install(|| train_words(words, 330, picky, false, &Silent))
+            .unwrap();
         let order = w.order.iter().map(|&t| w.vocab.bytes(t).to_vec()).collect();
         let counts = w.order.iter().map(|&t| w.counts[t as usize]).collect();
         (w.merges, w.deletions, order, counts)

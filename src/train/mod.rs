@@ -74,6 +74,41 @@
 //! is 450); flat segments for phase 2 instead of one box each (1.6 M segments): stage 3's
 //! cut 1.04-1.17 s against 1.10-1.15, phase 2's set-up 0.31-0.36 s against 0.34-0.40, peak
 //! RSS the same (three interleaved runs each, one thread): no measurable gain.
+//!
+//! Round 6 (issue 12).  The machine was loaded by other work throughout (load 1.5-3.3), so
+//! wall times of small trainings varied by 1.5x between identical runs; small trainings were
+//! judged by instruction counts (callgrind, three trainings of taylorswift.txt at 5,000 in
+//! one process) and `perf` samples.  SuperBPE and BoundlessBPE spent a sixth of such a
+//! training building the word model's encoder in stage 3 (its reachable set: every token
+//! encoded), only to ask which words are one token; phase 1's final words are that answer
+//! whenever training's words are the encoding (see `train_words`), so the encoder is built
+//! only after deletions or a merge that made bytes already known (stage 3: 3.5 -> 0.7 ms for
+//! BoundlessBPE, 2.8 -> 0.3 ms for SuperBPE).  Phase 1 of a small BPE training: the heap
+//! was a quarter of the merge loop's instructions, now half that (`PairHeap::sift_down`),
+//! and the words no longer become a vector each before the arena (phase 1 171.6 M -> 149.4 M
+//! instructions for three trainings).  What is left of the merge loop there: rewriting the
+//! words ~45% (a third of it adding up the count changes in a hash table), the heap ~20%,
+//! the pair table's look-ups ~8%, making the token (`Vocab::add`) ~7%.  Counting costs about
+//! a fifth of what phase 1 does.
+//! Phase 1 at two threads (20 MB, 32,768, each part timed inside the loop): the merges below
+//! `PARALLEL_MERGE` took 0.11-0.15 s at one thread and 0.13-0.19 s at two, the 25 parallel
+//! ones 0.013-0.02 s either way, the set-up 0.013 vs 0.021-0.026 s.  From a count file (the
+//! same words in the same order at both thread counts) the two were equal; one pair table
+//! instead of one per thread, and rewriting the large merges on one thread, changed nothing
+//! measurable (0.204-0.214 and 0.207-0.217 s against 0.209-0.218).  So the difference comes
+//! with the words counting hands over: their order (the second table's new words come in its
+//! hash order) or their memory.  Taking them in the table's first-seen order instead was
+//! slower, 0.136-0.159 s of small merges against 0.097-0.125 (three interleaved runs), and
+//! was dropped; the cause is still open.  A warning for whoever looks next: two byte-identical
+//! count files of 20 MB, trained on one thread in alternation, gave phase 1 0.137-0.173 s for
+//! one and 0.198-0.223 s for the other in three runs each (and the reverse order did not
+//! swap them), with system time up to 0.17 s in the slow runs: on this VM, where the memory
+//! lands (fresh pages, huge pages or not) moves phase 1 by a fifth, more than most changes
+//! tried.  Tried and dropped: the count changes of a merge in a hand-written open-addressing
+//! table instead of the hash map (3% fewer instructions in phase 1 of a small training,
+//! 149.4 M -> 145.1 M, for a hundred lines more); at 100 MB the stage-3 change above is within
+//! the noise (BoundlessBPE's candidates stage 2.4-3.6 s either way, one thread, from a count
+//! file: building a 32,768-token encoder is small next to the runs).
 
 pub mod boundless;
 pub mod bpe;
@@ -302,7 +337,8 @@ fn train_counted(counts: Counts, config: &Config, control: &dyn Control, stats: 
         Algorithm::SuperBpe(n) => config.vocab_size - n,
         _ => config.vocab_size,
     };
-    let word = train_words(&words, phase1_size, config.picky, control)?;
+    let singles = config.algorithm != Algorithm::Bpe;
+    let mut word = train_words(&words, phase1_size, config.picky, singles, control)?;
     let word_model = word_model(&config.settings, &word);
     stats.push(("phase1", clock.elapsed().as_secs_f64()));
     if config.algorithm == Algorithm::Bpe {
@@ -312,17 +348,24 @@ fn train_counted(counts: Counts, config: &Config, control: &dyn Control, stats: 
     // 3. supermerge candidates: letter runs cut at pretokens that are not single tokens
     let clock = Instant::now();
     crate::release_freed_memory(words_len);
-    let encoder = Encoder::new(&word_model, false)?;
-    // (the encoder's ids are the final vocabulary's; training's are `word.order`'s entries)
-    let token_of: Vec<Option<TokenId>> = words
-        .par_iter()
-        .map(|(w, _)| {
-            encoder
-                .single_token(w.as_bytes())
-                .map(|id| word.order[id as usize])
-        })
-        .collect();
-    drop(encoder);
+    // each word's token when it is eligible: phase 1's final words when they are the word
+    // model's encoding (see `train_words`), else encoded.  (Building the encoder and its
+    // reachable set was about a sixth of a small training, 185 KB at 5,000.)
+    let token_of: Vec<Option<TokenId>> = match word.single.take() {
+        Some(single) => single,
+        None => {
+            let encoder = Encoder::new(&word_model, false)?;
+            // (the encoder's ids are the final vocabulary's; training's are `word.order`'s)
+            words
+                .par_iter()
+                .map(|(w, _)| {
+                    encoder
+                        .single_token(w.as_bytes())
+                        .map(|id| word.order[id as usize])
+                })
+                .collect()
+        }
+    };
     drop(words);
     // phase 2 of BoundlessBPE cuts the candidates at pairs that count no more than any
     // regular merge (see boundless.rs); without the greedy split, straight from the runs.
@@ -404,4 +447,60 @@ fn train_counted(counts: Counts, config: &Config, control: &dyn Control, stats: 
 enum Stage3 {
     Cut(CutCandidates),
     Whole(Candidates),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pretokenize::GPT4O;
+    use crate::tokens::BASE_VOCAB;
+
+    #[test]
+    fn phase_one_singles_are_the_encoders_eligible_words() {
+        // short words over a few letters, trained until the pairs run out; with PickyBPE
+        // deletions phase 1 leaves the words to the encoder
+        let picky = Picky {
+            tau: 1.1,
+            blowup: false,
+        };
+        let config = Config::new(600, "boundless", None, GPT4O, None, None, false, picky).unwrap();
+        let mut rng = crate::XorShift(0x0DDB_1A5E_5BAD_5EED);
+        let (mut given, mut refused) = (0, 0);
+        for round in 0..300 {
+            let letters = &b"abcdef"[..2 + round % 5];
+            let mut words: Vec<(Box<str>, u64)> = (0..150)
+                .map(|_| {
+                    let len = 1 + rng.below(10) as usize;
+                    let w: String = (0..len)
+                        .map(|_| letters[rng.below(letters.len() as u64) as usize] as char)
+                        .collect();
+                    (w.into(), 1 + rng.below(6))
+                })
+                .collect();
+            words.sort();
+            words.dedup_by(|a, b| a.0 == b.0);
+            let size = 250 + rng.below(1000) as usize;
+            let picky = Picky {
+                tau: if round % 3 == 0 { 0.5 } else { 1.1 },
+                blowup: false,
+            };
+            let mut word = train_words(&words, size, picky, true, &Silent).unwrap();
+            let Some(single) = word.single.take() else {
+                assert!(!word.deletions.is_empty() || word.vocab.len() < BASE_VOCAB + word.merges.len());
+                refused += 1;
+                continue;
+            };
+            given += 1;
+            let mut settings = config.settings.clone();
+            settings.tau = picky.tau;
+            let encoder = Encoder::new(&word_model(&settings, &word), false).unwrap();
+            for ((w, _), got) in words.iter().zip(single) {
+                let expected = encoder
+                    .single_token(w.as_bytes())
+                    .map(|id| word.order[id as usize]);
+                assert_eq!(got, expected, "round {round}, word {w:?}");
+            }
+        }
+        assert!(given > 150 && refused > 50, "{given} given, {refused} refused");
+    }
 }
