@@ -143,7 +143,7 @@ struct Slot {
     head: u64,
     /// bytes 8..11 of the key, then its length (or [`LONG`]) in the top byte
     tail: u32,
-    /// the value, or the index in `long` for a long key
+    /// the value, or for a long key its record's offset in `long` / [`RECORD_ALIGN`]
     value: u32,
 }
 
@@ -171,7 +171,7 @@ pub(crate) fn load_le(p: &[u8]) -> u64 {
     }
 }
 
-/// Whether a key lives in the side list: longer than [`INLINE`] bytes, or empty (so that a
+/// Whether a key lives in the side arena: longer than [`INLINE`] bytes, or empty (so that a
 /// real key's length byte is never 0, which marks an empty slot).
 #[inline(always)]
 fn is_long(p: &[u8]) -> bool {
@@ -253,7 +253,7 @@ impl ByteMap {
         };
         let slots = (keys * 8 / 5 + 1).next_power_of_two().max(8);
         // (slot indices are kept as `u32` in probes; 2**32 slots would be 64 GB)
-        assert!(slots <= 1 << 32, "a ByteMap for {keys} keys");
+        assert!(slots as u64 <= 1 << 32, "a ByteMap for {keys} keys");
         ByteMap {
             slots: vec![EMPTY_SLOT; slots].into_boxed_slice(),
             long: Vec::new(),
@@ -290,7 +290,8 @@ impl ByteMap {
 
     /// The most bytes of long-key records a map holds (offsets are `u32` in units of
     /// [`RECORD_ALIGN`]).
-    pub const MOST_LONG: usize = (u32::MAX as usize + 1) * RECORD_ALIGN;
+    /// (As a `u64`, so that it compiles where `usize` is 32 bits.)
+    pub const MOST_LONG: u64 = (u32::MAX as u64 + 1) * RECORD_ALIGN as u64;
 
     /// Bytes of long-key records so far (see [`ByteMap::MOST_LONG`]).
     pub fn long_bytes(&self) -> usize {
@@ -341,7 +342,7 @@ impl ByteMap {
         let stored = if long {
             let start = self.long.len();
             let end = (start + RECORD_HEAD + key.len()).next_multiple_of(RECORD_ALIGN);
-            if end > Self::MOST_LONG || u32::try_from(key.len()).is_err() {
+            if end as u64 > Self::MOST_LONG || u32::try_from(key.len()).is_err() {
                 return false;
             }
             self.long.extend_from_slice(&value.to_le_bytes());
@@ -508,12 +509,14 @@ impl<'m, 'a, 'w, F: FnMut(&'a [u8], Option<u32>)> Prefetched<'m, 'a, 'w, F> {
 
     #[inline]
     fn look_up(&mut self) {
-        for entry in &self.waiting.0[..self.n] {
+        // (emptied before the keys are handed over: a `found` that panics must not leave `n`
+        // at `BLOCK` for a later `push`)
+        let n = std::mem::take(&mut self.n);
+        for entry in &self.waiting.0[..n] {
             // SAFETY: `push` wrote the first `n` entries of this block
             let (key, probe) = unsafe { entry.assume_init() };
             (self.found)(key, self.map.find(key, probe));
         }
-        self.n = 0;
     }
 }
 

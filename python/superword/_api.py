@@ -415,6 +415,8 @@ def _disallowed(disallowed_special: object, special: dict[str, int]) -> Abstract
 
 #: argument types of `Tokenizer._allowed` whose values cannot change, so can be keys
 _FIXED = (str, type(None), frozenset, tuple)
+#: the most policies a tokenizer keeps (see `Tokenizer._policies`)
+_MOST_POLICIES = 64
 
 
 class Tokenizer:
@@ -733,7 +735,8 @@ class Tokenizer:
                 raise ValueError(f"special token {t!r} is already registered")
         _check_special_overlaps([*special, *tokens])
         self._impl.register_special_tokens(tokens)
-        self._policies.clear()
+        # a new dict, not `clear()`: a call that read the old tokens stores into the old one
+        self._policies = {}
         return self.special_tokens
 
     # -- encoding --------------------------------------------------------------------------------
@@ -830,10 +833,11 @@ class Tokenizer:
         special token that must not occur."""
         # (only values that cannot change are keys: a `set` or a list is worked out every time)
         key: tuple[object, object] | None = (allowed_special, disallowed_special)
+        policies = self._policies  # (taken before the tokens are read: see register_special_tokens)
         policy = None
         if type(allowed_special) in _FIXED and type(disallowed_special) in _FIXED:
             try:
-                policy = self._policies.get(key)  # type: ignore[arg-type]
+                policy = policies.get(key)  # type: ignore[arg-type]
             except TypeError:  # a tuple holding something that cannot be hashed
                 key = None
         else:
@@ -841,7 +845,9 @@ class Tokenizer:
         if policy is None:
             policy = self._policy(allowed_special, disallowed_special)
             if key is not None:
-                self._policies[key] = policy
+                if len(policies) >= _MOST_POLICIES:  # a new frozenset per call must not pile up
+                    policies.clear()
+                policies[key] = policy
         allowed, checks = policy
         for n, text in enumerate(texts if checks else ()):
             for s in checks:

@@ -75,6 +75,14 @@ struct Group {
     ends: Vec<u32>,
 }
 
+/// Write `bytes` into `dst` (of the same length), which need not be initialised.
+#[inline(always)]
+fn put(dst: &mut [MaybeUninit<u8>], bytes: &[u8]) {
+    for (d, &b) in dst.iter_mut().zip(bytes) {
+        d.write(b);
+    }
+}
+
 /// Cut `texts` into runs of consecutive texts of about `total / (threads * GROUPS_PER_THREAD)`
 /// bytes each; returns the index where each run ends.
 fn group_ends(texts: &[&str]) -> Vec<usize> {
@@ -170,9 +178,7 @@ impl Batch {
         }
         slices.into_par_iter().for_each(|(g, mine)| {
             for (dst, id) in mine.chunks_exact_mut(4).zip(&g.ids) {
-                for (d, b) in dst.iter_mut().zip(id.to_le_bytes()) {
-                    d.write(b);
-                }
+                put(dst, &id.to_le_bytes());
             }
         });
     }
@@ -183,16 +189,14 @@ impl Batch {
     pub fn write_offsets_le(&self, out: &mut [MaybeUninit<u8>]) {
         assert_eq!(out.len(), 8 * (self.len() + 1), "the buffer holds every offset");
         let mut slots = out.chunks_exact_mut(8);
-        let put = |dst: &mut [MaybeUninit<u8>], v: u64| {
-            for (d, b) in dst.iter_mut().zip(v.to_le_bytes()) {
-                d.write(b);
-            }
-        };
-        put(slots.next().expect("room for the first offset"), 0);
+        put(
+            slots.next().expect("room for the first offset"),
+            &0u64.to_le_bytes(),
+        );
         let mut base = 0u64;
         for g in &self.groups {
             for (&end, dst) in g.ends.iter().zip(&mut slots) {
-                put(dst, base + end as u64);
+                put(dst, &(base + end as u64).to_le_bytes());
             }
             base += g.ids.len() as u64;
         }

@@ -55,7 +55,8 @@ impl Picky {
 /// (its tokens' new neighbours are new tokens), so after merge k no pair of an index up to k
 /// is left in any word, the encoder's "smallest index present" is the next merge that
 /// training applies to the word, and both apply it the same way.  Otherwise (a merge whose
-/// bytes were a token already, SPEC 2.6, or PickyBPE) `single` is `None`, and stage 3 encodes.
+/// bytes were a token already, SPEC 2.6, or PickyBPE deletions) `single` is `None`, and stage
+/// 3 encodes.
 pub fn train_words(
     words: &[(Box<str>, u64)],
     vocab_size: usize,
