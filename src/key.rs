@@ -521,8 +521,8 @@ impl<'m, 'a, 'w, F: FnMut(&'a [u8], Option<u32>)> Prefetched<'m, 'a, 'w, F> {
 }
 
 /// A key's hashed form and home slot in one [`ByteMap`].
-#[derive(Clone, Copy, Default)]
-pub struct Probe {
+#[derive(Clone, Copy)]
+struct Probe {
     head: u64,
     tail: u32,
     /// (a `u32`, so that a probe and its key fit half a cache line: maps have far fewer than

@@ -832,19 +832,16 @@ class Tokenizer:
         tiktoken's ``disallowed_special``, when given); raises if one of ``texts`` holds a
         special token that must not occur."""
         # (only values that cannot change are keys: a `set` or a list is worked out every time)
-        key: tuple[object, object] | None = (allowed_special, disallowed_special)
+        key = (allowed_special, disallowed_special)
+        kept = type(allowed_special) in _FIXED and type(disallowed_special) in _FIXED
         policies = self._policies  # (taken before the tokens are read: see register_special_tokens)
-        policy = None
-        if type(allowed_special) in _FIXED and type(disallowed_special) in _FIXED:
-            try:
-                policy = policies.get(key)  # type: ignore[arg-type]
-            except TypeError:  # a tuple holding something that cannot be hashed
-                key = None
-        else:
-            key = None
+        try:
+            policy = policies.get(key) if kept else None
+        except TypeError:  # a tuple holding something that cannot be hashed
+            kept, policy = False, None
         if policy is None:
             policy = self._policy(allowed_special, disallowed_special)
-            if key is not None:
+            if kept:
                 if len(policies) >= _MOST_POLICIES:  # a new frozenset per call must not pile up
                     policies.clear()
                 policies[key] = policy

@@ -66,6 +66,12 @@ impl Table {
         Some(&self.ids[start..start + (packed & ((1 << LEN_BITS) - 1))])
     }
 
+    /// Forget every entry (the memory stays).
+    fn restart(&mut self) {
+        self.map.clear();
+        self.ids.clear();
+    }
+
     /// Remember that `piece` encodes to `ids` (ignored for a piece over [`MAX_PIECE`] bytes).
     #[inline]
     pub fn insert(&mut self, piece: &[u8], ids: &[TokenId]) {
@@ -73,8 +79,7 @@ impl Table {
             return;
         }
         if self.map.len() >= self.capacity || self.ids.len() + ids.len() > MOST_IDS {
-            self.map.clear();
-            self.ids.clear();
+            self.restart();
         }
         debug_assert!(ids.len() <= MAX_PIECE, "every id stands for at least one byte");
         if !self
@@ -82,8 +87,7 @@ impl Table {
             .insert(piece, (self.ids.len() << LEN_BITS | ids.len()) as u32)
         {
             // its long pieces reached `ByteMap::MOST_LONG`: start again (an empty map has room)
-            self.map.clear();
-            self.ids.clear();
+            self.restart();
             let fits = self.map.insert(piece, ids.len() as u32);
             debug_assert!(fits, "an empty map takes a piece of at most MAX_PIECE bytes");
         }
