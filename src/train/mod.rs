@@ -131,10 +131,10 @@ use crate::pretokenize::{Pretokenizer, MERGE_PATTERN};
 use crate::tokens::{TokenId, Vocab};
 use boundless::{train_boundless, Boundless};
 use bpe::{train_words, Picky, WordModel};
-use candidates::{cut, cut_runs, supermerge_candidates, Candidates, CutCandidates};
+use candidates::{cut, cut_runs, flat_candidates, supermerge_candidates, CutCandidates};
 use merging::TrainMerge;
 use ngram::{frequent_ngrams, greedy_split, MAX_NGRAM, MIN_COUNT_FLOOR};
-use superbpe::train_superbpe;
+use superbpe::{train_superbpe, SuperCandidates};
 
 /// Progress and interruption: called between units of work.  `Err` stops the work (Ctrl-C).
 pub trait Control: Sync {
@@ -374,12 +374,19 @@ fn train_counted(counts: Counts, config: &Config, control: &dyn Control, stats: 
     let last_count = word.merges.last().map(|m| m.count);
     let n_tokens = word.vocab.len();
     let mut ngrams = None;
-    // (progress reports the number of candidates, or of segments when cut from the runs)
+    // (progress reports the number of candidates, or of segments when cut from the runs, or
+    // for SuperBPE without the greedy split the number of candidates before adding up)
     let (candidates, reported) = match (config.algorithm, threshold) {
         (Algorithm::Boundless, Some(t)) if !config.greedy_split => {
             let cut = cut_runs(runs, &token_of, t, n_tokens);
             let n = cut.segments.len();
             (Stage3::Cut(cut), n)
+        }
+        (Algorithm::SuperBpe(_), _) if !config.greedy_split => {
+            // phase 2 cuts them, added up as segments (see `FlatCandidates`)
+            let flat = flat_candidates(runs, &token_of);
+            let n = flat.len();
+            (Stage3::Whole(SuperCandidates::Flat(flat)), n)
         }
         _ => {
             let mut candidates = supermerge_candidates(runs, &token_of);
@@ -401,7 +408,7 @@ fn train_counted(counts: Counts, config: &Config, control: &dyn Control, stats: 
             let stage3 = match (config.algorithm, threshold) {
                 (Algorithm::Boundless, Some(t)) => Stage3::Cut(cut(&candidates, t, n_tokens)),
                 (Algorithm::Boundless, None) => Stage3::Cut(CutCandidates::uncut(candidates)),
-                _ => Stage3::Whole(candidates),
+                _ => Stage3::Whole(SuperCandidates::Added(candidates)),
             };
             (stage3, n)
         }
@@ -446,7 +453,7 @@ fn train_counted(counts: Counts, config: &Config, control: &dyn Control, stats: 
 /// itself, with a fallback).
 enum Stage3 {
     Cut(CutCandidates),
-    Whole(Candidates),
+    Whole(SuperCandidates),
 }
 
 #[cfg(test)]

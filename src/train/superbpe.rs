@@ -7,11 +7,35 @@
 //! supermerges when the best count has fallen to `t`, the uncut candidates are restored, the
 //! supermerges so far replayed on them, and training goes on exactly.
 
-use super::candidates::{cut, Candidates, CutCandidates};
+use super::candidates::{cut, Candidates, CutCandidates, FlatCandidates};
 use super::merging::{MergeState, TrainMerge};
 use super::Control;
 use crate::error::Result;
 use crate::tokens::{TokenId, Vocab};
+
+/// SuperBPE's candidates: added up (after the greedy n-gram split), or as stage 3 flattened
+/// them from the letter runs (see [`FlatCandidates`]).  Either gives the same model.
+pub enum SuperCandidates {
+    Added(Candidates),
+    Flat(FlatCandidates),
+}
+
+impl SuperCandidates {
+    fn cut(&self, threshold: u64, n_tokens: usize) -> CutCandidates {
+        match self {
+            SuperCandidates::Added(list) => cut(list, threshold, n_tokens),
+            SuperCandidates::Flat(flat) => flat.cut(threshold, n_tokens),
+        }
+    }
+
+    /// Merge state on the uncut candidates.
+    fn uncut(&self, vocab: &Vocab) -> MergeState {
+        match self {
+            SuperCandidates::Added(list) => MergeState::new(list.iter().map(|(s, w)| (&s[..], *w)), vocab),
+            SuperCandidates::Flat(flat) => MergeState::new(flat.iter(), vocab),
+        }
+    }
+}
 
 pub struct SuperBpe {
     pub supermerges: Vec<TrainMerge>,
@@ -29,21 +53,20 @@ pub struct SuperBpe {
 pub fn train_superbpe(
     word_vocab: &Vocab,
     word_order: &[TokenId],
-    candidates: Candidates,
+    candidates: SuperCandidates,
     n: usize,
     threshold: u64,
     control: &dyn Control,
 ) -> Result<SuperBpe> {
     let mut vocab = word_vocab.clone();
-    let uncut = |vocab: &Vocab| MergeState::new(candidates.iter().map(|(s, w)| (&s[..], *w)), vocab);
     let (mut state, mut alone) = if threshold > 0 {
-        let CutCandidates { segments, alone } = cut(&candidates, threshold, vocab.len());
+        let CutCandidates { segments, alone } = candidates.cut(threshold, vocab.len());
         (
             MergeState::with_wholeness(segments.iter().map(|s| (&s.tokens[..], s.count, s.whole)), &vocab),
             alone,
         )
     } else {
-        (uncut(&vocab), Vec::new())
+        (candidates.uncut(&vocab), Vec::new())
     };
     let mut is_cut = threshold > 0;
     let mut supermerges: Vec<TrainMerge> = Vec::new();
@@ -54,7 +77,7 @@ pub fn train_superbpe(
         let best = state.best(&vocab);
         if is_cut && best.is_none_or(|(_, count)| count <= threshold) {
             // pairs that were cut away may matter now: continue on the uncut candidates
-            state = uncut(&vocab);
+            state = candidates.uncut(&vocab);
             for (m, &id) in supermerges.iter().zip(&merged_ids) {
                 state.merge(m.pair, id, &vocab);
             }
@@ -89,6 +112,8 @@ pub fn train_superbpe(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::count::Runs;
+    use crate::train::candidates::{flat_candidates, supermerge_candidates};
     use crate::train::Silent;
     use rustc_hash::FxHashMap;
 
@@ -108,13 +133,66 @@ mod tests {
             let candidates: Candidates = candidates.into_iter().collect();
             let n = 1 + next(15) as usize;
             let order: Vec<TokenId> = (0..vocab.len() as TokenId).collect();
-            let exact = train_superbpe(&vocab, &order, candidates.clone(), n, 0, &Silent).unwrap();
+            let added = |c: &Candidates| SuperCandidates::Added(c.clone());
+            let exact = train_superbpe(&vocab, &order, added(&candidates), n, 0, &Silent).unwrap();
             for t in [1, 3, 8, 1000] {
-                let cut = train_superbpe(&vocab, &order, candidates.clone(), n, t, &Silent).unwrap();
+                let cut = train_superbpe(&vocab, &order, added(&candidates), n, t, &Silent).unwrap();
                 assert_eq!(cut.supermerges, exact.supermerges, "round {round}, threshold {t}");
                 assert_eq!(cut.vocab.to_vec(), exact.vocab.to_vec());
                 assert_eq!(cut.counts, exact.counts);
             }
         }
+    }
+
+    #[test]
+    fn flat_candidates_give_the_added_up_ones_model() {
+        // letter runs of two counting tables (own pretoken ids, random eligibility): the
+        // candidates not added up give the same model as the added-up ones, cut or not, with
+        // or without the fallback to the uncut candidates
+        let mut rng = crate::XorShift(0x5DEE_CE66_D1CE_4E5Bu64);
+        let mut next = |n: u64| rng.below(n);
+        let vocab = Vocab::base();
+        let letters: Vec<TokenId> = (b'a'..=b'f').map(|b| vocab.id(&[b]).unwrap()).collect();
+        let order: Vec<TokenId> = (0..vocab.len() as TokenId).collect();
+        let mut repeated = 0;
+        for round in 0..200 {
+            let words = 10usize;
+            let token_of: Vec<Option<TokenId>> = (0..words)
+                .map(|w| (next(6) != 0).then(|| letters[w % (2 + round % 5)]))
+                .collect();
+            let runs: Runs = (0..2)
+                .map(|_| {
+                    let remap: Vec<u32> = (0..words as u32).map(|_| next(words as u64) as u32).collect();
+                    let mut table: FxHashMap<Box<[u32]>, u64> = FxHashMap::default();
+                    for _ in 0..next(40) + 1 {
+                        let run: Box<[u32]> = (0..2 + next(7)).map(|_| next(words as u64) as u32).collect();
+                        *table.entry(run).or_insert(0) += 1 + next(9);
+                    }
+                    (remap, table)
+                })
+                .collect();
+            let list = supermerge_candidates(runs.clone(), &token_of);
+            let flat = flat_candidates(runs, &token_of);
+            repeated += (flat.len() > list.len()) as usize;
+            let n = 1 + next(12) as usize;
+            for t in [0, 1, 4, 1000] {
+                let a = train_superbpe(
+                    &vocab,
+                    &order,
+                    SuperCandidates::Added(list.clone()),
+                    n,
+                    t,
+                    &Silent,
+                )
+                .unwrap();
+                let b = train_superbpe(&vocab, &order, SuperCandidates::Flat(flat.clone()), n, t, &Silent)
+                    .unwrap();
+                assert_eq!(a.supermerges, b.supermerges, "round {round}, threshold {t}");
+                assert_eq!(a.order, b.order);
+                assert_eq!(a.vocab.to_vec(), b.vocab.to_vec());
+                assert_eq!(a.counts, b.counts);
+            }
+        }
+        assert!(repeated > 50, "only {repeated} rounds had a candidate twice");
     }
 }
