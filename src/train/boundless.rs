@@ -51,6 +51,19 @@ pub fn train_boundless(
     candidates: CutCandidates,
     control: &dyn Control,
 ) -> Result<Boundless> {
+    // for the same reason, a pair counted `T` times or fewer never wins a step: it needs no
+    // heap entry (see `MergeState::with_floor`)
+    let floor = word.min_merge_count().unwrap_or(0);
+    train_floored(word, candidates, floor, control)
+}
+
+/// [`train_boundless`] with the pairs counted `floor` times or fewer left out of the heap.
+fn train_floored(
+    word: &WordModel,
+    candidates: CutCandidates,
+    floor: u64,
+    control: &dyn Control,
+) -> Result<Boundless> {
     let target = word.order.len();
     // phase-2 token ids start as the word model's, so candidates need no translation
     let mut phase2_vocab = word.vocab.clone();
@@ -58,7 +71,8 @@ pub fn train_boundless(
     let mut state = MergeState::with_wholeness(
         segments.iter().map(|s| (&s.tokens[..], s.count, s.whole)),
         &phase2_vocab,
-    );
+    )
+    .with_floor(floor, &phase2_vocab);
     drop(segments);
     let mut vocab: Vec<Vec<u8>> = (0..BASE_VOCAB as u32)
         .map(|id| phase2_vocab.bytes(id).to_vec())
@@ -233,7 +247,8 @@ mod tests {
             };
             let threshold = word.min_merge_count().unwrap();
             let with_cut = train_boundless(&word, cut(&candidates, threshold, n), &Silent).unwrap();
-            let without = train_boundless(&word, CutCandidates::uncut(candidates), &Silent).unwrap();
+            // (exact: neither cut nor floored)
+            let without = train_floored(&word, CutCandidates::uncut(candidates), 0, &Silent).unwrap();
             assert!(same(&with_cut, &without), "round {round}");
             assert_eq!(with_cut.deletions_used, without.deletions_used);
         }

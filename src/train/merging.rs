@@ -242,6 +242,8 @@ pub struct MergeState {
     /// sequences, and allocating and growing these afresh each time was a tenth of a small
     /// training's merge loop
     changes: GroupChanges,
+    /// pairs counted at most this often get no heap entry (see [`Self::with_floor`])
+    floor: u64,
 }
 
 /// One sequence: where it lies in the arena, its weight, and whether it is a whole word or
@@ -634,7 +636,28 @@ impl MergeState {
             tokens: None,
             relocated: false,
             changes: GroupChanges::default(),
+            floor: 0,
         }
+    }
+
+    /// Leave out of the heap every pair while it is counted `floor` times or fewer: [`Self::best`]
+    /// then only returns pairs counted more often (or `None`).  For a caller that would never
+    /// choose such a pair anyway (phase 2, whose supermerges must beat a regular merge, see
+    /// `boundless.rs`).  A pair whose count rises above the floor later gets its entry then
+    /// (entries are pushed when a count grows), so the choice among the pairs above it is
+    /// unchanged.  (100 MB of Gutenberg, 32,768: BoundlessBPE's heap ended with 1.19 M
+    /// entries, almost all for pairs made by supermerges that never count enough.)
+    pub fn with_floor(mut self, floor: u64, vocab: &Vocab) -> MergeState {
+        self.floor = floor;
+        let kept: Vec<(u64, Pair)> = self
+            .heap
+            .items
+            .iter()
+            .filter(|e| e.count > floor)
+            .map(|e| (e.count, e.pair))
+            .collect();
+        self.heap = PairHeap::from_vec(vocab, kept);
+        self
     }
 
     /// Start keeping token counts and holders, which [`Self::token_count`] and
@@ -752,7 +775,7 @@ impl MergeState {
                 shard.remove(&p);
             } else {
                 info.count = live as u64;
-                if d > 0 {
+                if d > 0 && live as u64 > self.floor {
                     self.heap.push(vocab, (live as u64, p));
                 }
             }
@@ -788,7 +811,7 @@ impl MergeState {
             } else {
                 info.count = live as u64;
                 note_all(info, c.first);
-                if c.delta > 0 {
+                if c.delta > 0 && live as u64 > self.floor {
                     self.heap.push(vocab, (live as u64, p));
                 }
             }
@@ -811,12 +834,13 @@ impl MergeState {
         while let Some((count, pair)) = self.heap.peek() {
             match self.info(&pair).map(|info| info.count) {
                 Some(live) if live == count => return Some((pair, count)),
-                Some(live) => {
+                Some(live) if live > self.floor => {
                     // the count went down since this entry was pushed: the entry takes the
                     // live count (lower than it had, so it moves down)
                     self.heap.lower_top(vocab, live);
                 }
-                None => {
+                _ => {
+                    // gone, or at the floor: out of the heap until its count rises again
                     self.heap.pop(vocab);
                 }
             }

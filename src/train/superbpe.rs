@@ -62,7 +62,9 @@ pub fn train_superbpe(
     let (mut state, mut alone) = if threshold > 0 {
         let CutCandidates { segments, alone } = candidates.cut(threshold, vocab.len());
         (
-            MergeState::with_wholeness(segments.iter().map(|s| (&s.tokens[..], s.count, s.whole)), &vocab),
+            // (a pair counted `threshold` times or fewer would end the cut state anyway)
+            MergeState::with_wholeness(segments.iter().map(|s| (&s.tokens[..], s.count, s.whole)), &vocab)
+                .with_floor(threshold, &vocab),
             alone,
         )
     } else {
