@@ -356,8 +356,12 @@ fn pair_key(a: TokenId, b: TokenId) -> u64 {
     (a as u64) << 32 | b as u64
 }
 
-/// [`strong_pairs`]' filter has 2**`FILTER_BITS` counters per part of the source (16 MB).
-const FILTER_BITS: u32 = 22;
+/// [`strong_pairs`]' filter has 2**`FILTER_BITS` counters per part of the source (4 MB).
+/// More counters let fewer weak pairs through but stay less in cache: at 100 MB of
+/// Gutenberg, 32,768 (threshold 44), 2**20 counters let 60,509 pairs through and took
+/// 0.37-0.46 s of the pair step, 2**22 let 38,907 through and took 0.83-1.07 s (one thread,
+/// three interleaved runs each; 2**19 and 2**21 were no better than 2**20).
+const FILTER_BITS: u32 = 20;
 
 /// The two counters of a pair in a filter of 2**`bits` counters.
 #[inline]
@@ -373,7 +377,8 @@ fn filter_slots(key: u64, bits: u32) -> (usize, usize) {
 ///
 /// Counting every pair exactly took a hash table of millions of pairs, almost all of them
 /// weak (100 MB of Gutenberg, 32,768: ~37,000 strong ones), a cache miss per pair occurrence
-/// and the table's growth (1.0-1.25 s of BoundlessBPE's stage 3 on one thread).  So the pairs
+/// and the table's growth (0.43-0.57 s of BoundlessBPE's stage 3 on one thread from a count
+/// file, and most of its 0.9-1.5 s of system time: fresh pages for the table).  So the pairs
 /// first go through a filter: each adds its count to two counters chosen by two hashes, in a
 /// fixed array per part of the source (counters only add, saturating, so each one is at least
 /// the count of any pair that maps to it).  A pair whose two counters are both above
