@@ -12,7 +12,10 @@
 //! counting table as it goes), the cut tests pairs in a table of the few pairs that count
 //! more than the threshold, occurrences are looked up by slices of the flat arrays (only
 //! distinct ones are copied), and the per-thread tables are split by hash and added up
-//! shard by shard in parallel instead of into one table at the end.
+//! shard by shard in parallel instead of into one table at the end.  Round 7 (100 MB, 32,768): the
+//! pairs for the cut are no longer all counted exactly ([`strong_pairs`]: a filter of
+//! counters first), and SuperBPE cuts the flat candidates instead of adding them up here
+//! first ([`FlatCandidates`]).
 
 use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};

@@ -109,6 +109,36 @@
 //! 149.4 M -> 145.1 M, for a hundred lines more); at 100 MB the stage-3 change above is within
 //! the noise (BoundlessBPE's candidates stage 2.4-3.6 s either way, one thread, from a count
 //! file: building a 32,768-token encoder is small next to the runs).
+//!
+//! Round 7 (issue 12): BoundlessBPE's and SuperBPE's stages 3 and 4 at 100 MB/32,768.  At the
+//! start (release build, from the text, load 1.5-2.2), BoundlessBPE took 3.9 s counting,
+//! 0.7 s phase 1, 3.2 s stage 3, 2.5 s phase 2 on one thread (2.4/0.6/2.0/1.3 s on two);
+//! SuperBPE 3.3/0.4/1.6/5.1 s on one thread.  Inside them (one thread, timed in the code):
+//! BoundlessBPE's stage 3 was flattening the runs 0.4-0.6 s, counting pairs for the cut
+//! 0.4-1.25 s, adding up the segments 0.6-1.4 s, boxing them 0.15 s; its phase 2 set-up
+//! 0.3-0.5 s and merge loop 1.0-1.7 s.  SuperBPE added its flat candidates up in stage 3
+//! (1.1 s, boxes 0.25 s) only to cut and add them up again in phase 2 (cut 1.9-3.5 s, set-up
+//! 0.6-1.2 s, loop 0.6-1.2 s; the exact fallback was never needed).  `perf` (one thread, from a
+//! count file): a quarter of all samples were the kernel zeroing fresh (huge) pages: the
+//! phase-2 pair table growing from 37,507 pairs to 1.12 M (its rehashes, ~0.3 s), the tables
+//! of segments growing (~0.3 s), the flats (~0.2 s).  Changes, each measured in its commit:
+//! SuperBPE cuts the flat candidates directly and keeps them for the fallback (`superbpe.rs`,
+//! stage 3 + phase 2 5.05 -> 4.08 s, one thread); the cut's strong pairs come through a
+//! counting filter instead of a table of every pair (`strong_pairs` in `candidates.rs`: the
+//! step 0.62-0.79 -> 0.29-0.34 s, and less system time); phase 2 keeps pairs that can never
+//! win out of its heap (`MergeState::with_floor`: 1.19 M entries -> 33,374 for BoundlessBPE,
+//! its loop 1.23-1.87 -> 0.98-1.33 s).  Tried and dropped: not giving freed memory back
+//! before phase 2 (its pages would be reused) raised BoundlessBPE's peak RSS to 476-487 MB
+//! at two threads (389-443 with it); reserving phase 2's pair table up front (3/4 of the
+//! segment count, so that it never rehashes) made its set-up slower (0.40-0.65 s against
+//! 0.22-0.44) and the loop no faster (phase 2 1.39-1.80 s against 1.30-1.53, three
+//! interleaved runs); the segments' tokens in one arena that phase 2 takes over instead of a
+//! box each (no copy): SuperBPE's peak RSS from a count file 707-713 -> 635-639 MB, but user
+//! time 3.76-3.86 -> 4.17-4.42 s and BoundlessBPE's phase 2 1.29-1.30 -> 1.39-1.55 s (three
+//! interleaved runs, load 1.2), as round 5 found.  What is left: the merge loop of phase 2
+//! (serial; its cost is pair-table look-ups per changed pair, bound by memory latency), adding
+//! up the segments in tables keyed by slices, and fresh pages, which this VM zeroes at about
+//! 1 ms per MB.
 
 pub mod boundless;
 pub mod bpe;

@@ -6,6 +6,11 @@
 //! cannot change a choice while the best pair counts more than `t`.  If SuperBPE still needs
 //! supermerges when the best count has fallen to `t`, the uncut candidates are restored, the
 //! supermerges so far replayed on them, and training goes on exactly.
+//!
+//! The candidates usually come as stage 3 flattened them from the letter runs, not added up
+//! ([`FlatCandidates`]): the cut adds up its segments anyway, and the fallback merges the
+//! flat ones (the same model: counts are sums).  While cut, pairs counted `t` times or fewer
+//! get no heap entry (`MergeState::with_floor`): the cut state ends before one could win.
 
 use super::candidates::{cut, Candidates, CutCandidates, FlatCandidates};
 use super::merging::{MergeState, TrainMerge};
