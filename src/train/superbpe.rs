@@ -4,8 +4,8 @@
 //! The same shortcut as BoundlessBPE's (see `boundless.rs`), with a guessed threshold: the
 //! candidates are cut where a pair of two different tokens occurs at most `t` times, which
 //! cannot change a choice while the best pair counts more than `t`.  If SuperBPE still needs
-//! supermerges when the best count has fallen to `t`, the uncut candidates are restored, the
-//! supermerges so far replayed on them, and training goes on exactly.
+//! supermerges when the best count has fallen to `t`, the candidates are cut again at `t / 8`
+//! (then not at all), the supermerges so far replayed on them, and training goes on exactly.
 //!
 //! The candidates usually come as stage 3 flattened them from the letter runs, not added up
 //! ([`FlatCandidates`]): the cut adds up its segments anyway, and the fallback merges the
@@ -52,9 +52,10 @@ pub struct SuperBpe {
     pub counts: Vec<u64>,
 }
 
-/// `threshold`: where to cut the candidates (0: do not cut).  Any value gives the same model.
-/// `word_order`: the word model's final vocabulary (ids of `word_vocab`, which may also hold
-/// tokens PickyBPE deleted).
+/// `threshold`: where to cut the candidates first (0: do not cut); if the best pair falls to
+/// it, the candidates are cut again at an eighth of it, then not at all.  Any value gives the
+/// same model.  `word_order`: the word model's final vocabulary (ids of `word_vocab`, which may
+/// also hold tokens PickyBPE deleted).
 pub fn train_superbpe(
     word_vocab: &Vocab,
     word_order: &[TokenId],
@@ -64,33 +65,41 @@ pub fn train_superbpe(
     control: &dyn Control,
 ) -> Result<SuperBpe> {
     let mut vocab = word_vocab.clone();
-    let (mut state, mut alone) = if threshold > 0 {
-        let CutCandidates { segments, alone } = candidates.cut(threshold, vocab.len());
-        (
-            // (a pair counted `threshold` times or fewer would end the cut state anyway)
-            MergeState::with_wholeness(segments.iter().map(|s| (&s.tokens[..], s.count, s.whole)), &vocab)
-                .with_floor(threshold, &vocab),
-            alone,
-        )
-    } else {
-        (candidates.uncut(&vocab), Vec::new())
+    // the cuts to try in turn, then the uncut candidates
+    let mut cuts: Vec<u64> = vec![threshold, threshold / 8];
+    cuts.retain(|&t| t > 0);
+    cuts.dedup();
+    let state_at = |level: usize, vocab: &Vocab| match cuts.get(level) {
+        Some(&t) => {
+            let CutCandidates { segments, alone } = candidates.cut(t, vocab.len());
+            let state =
+                MergeState::with_wholeness(segments.iter().map(|s| (&s.tokens[..], s.count, s.whole)), vocab)
+                    // (a pair counted `t` times or fewer would end this state anyway)
+                    .with_floor(t, vocab);
+            (state, alone)
+        }
+        None => (candidates.uncut(vocab), Vec::new()),
     };
-    let mut is_cut = threshold > 0;
+    let mut level = 0;
+    let (mut state, mut alone) = state_at(level, &vocab);
     let mut supermerges: Vec<TrainMerge> = Vec::new();
     let mut merged_ids: Vec<TokenId> = Vec::new();
     let mut order: Vec<TokenId> = word_order.to_vec();
     let mut known: rustc_hash::FxHashSet<TokenId> = word_order.iter().copied().collect();
     while order.len() - word_order.len() < n {
         let best = state.best(&vocab);
-        if is_cut && best.is_none_or(|(_, count)| count <= threshold) {
-            // pairs that were cut away may matter now: continue on the uncut candidates
-            state = candidates.uncut(&vocab);
-            for (m, &id) in supermerges.iter().zip(&merged_ids) {
-                state.merge(m.pair, id, &vocab);
+        if let Some(&t) = cuts.get(level) {
+            if best.is_none_or(|(_, count)| count <= t) {
+                // pairs that were cut away may matter now: continue on the candidates cut
+                // lower, or uncut, with the supermerges so far replayed (none of them
+                // straddles a lower cut: each counted more than `t`)
+                level += 1;
+                (state, alone) = state_at(level, &vocab);
+                for (m, &id) in supermerges.iter().zip(&merged_ids) {
+                    state.merge(m.pair, id, &vocab);
+                }
+                continue;
             }
-            alone.clear();
-            is_cut = false;
-            continue;
         }
         let Some((pair, count)) = best else { break };
         let (merge, id) = state.merge_pair(&mut vocab, pair, count);
