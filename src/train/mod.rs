@@ -127,7 +127,10 @@
 //! counting filter instead of a table of every pair (`strong_pairs` in `candidates.rs`: the
 //! step 0.62-0.79 -> 0.29-0.34 s, and less system time); phase 2 keeps pairs that can never
 //! win out of its heap (`MergeState::with_floor`: 1.19 M entries -> 33,374 for BoundlessBPE,
-//! its loop 1.23-1.87 -> 0.98-1.33 s).  Tried and dropped: not giving freed memory back
+//! its loop 1.23-1.87 -> 0.98-1.33 s); SuperBPE cuts first at four times the smallest merge
+//! count, then at half of it, then not at all (`superbpe.rs`: half of it was the only cut
+//! before, 1 at 131,072; phase 2 3.44-3.68 -> 1.31-1.47 s on one thread, 7.36 -> 5.14 s at
+//! 131,072).  Tried and dropped: not giving freed memory back
 //! before phase 2 (its pages would be reused) raised BoundlessBPE's peak RSS to 476-487 MB
 //! at two threads (389-443 with it); reserving phase 2's pair table up front (3/4 of the
 //! segment count, so that it never rehashes) made its set-up slower (0.40-0.65 s against
@@ -138,7 +141,10 @@
 //! interleaved runs, load 1.2), as round 5 found.  What is left: the merge loop of phase 2
 //! (serial; its cost is pair-table look-ups per changed pair, bound by memory latency), adding
 //! up the segments in tables keyed by slices, and fresh pages, which this VM zeroes at about
-//! 1 ms per MB.
+//! 1 ms per MB.  An idea for BoundlessBPE, not tried: its cut at `T` is needed only once the
+//! regular merges' counts fall to `T`; a cut at a higher `t` is exact while the next regular
+//! merge counts at least `t`, then the state would be cut again at `T` with the supermerges
+//! replayed (as SuperBPE does), which pays only if most supermerges come early.
 
 pub mod boundless;
 pub mod bpe;
