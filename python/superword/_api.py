@@ -770,7 +770,7 @@ class Tokenizer:
             raise TypeError(f"text must be a str, not {type(text).__name__}")
         # (`_allowed` inlined: its call was a tenth of a short text's `encode`)
         policy = None
-        try:
+        try:  # noqa: SIM105 (`contextlib.suppress` costs more than the lookup)
             policy = self._policies[allowed_special, disallowed_special]
         except (KeyError, TypeError):
             pass
@@ -843,7 +843,7 @@ class Tokenizer:
         # the common case first, as cheaply as Python allows (this function was a third of a
         # short text's `encode`): a value equal to a kept key means what the key means
         policy = None
-        try:
+        try:  # noqa: SIM105 (`contextlib.suppress` costs more than the lookup)
             policy = self._policies[allowed_special, disallowed_special]
         except (KeyError, TypeError):  # new, or a set or list (which cannot be a key)
             pass
