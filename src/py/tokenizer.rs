@@ -7,7 +7,7 @@ use pyo3::pybacked::PyBackedStr;
 use pyo3::types::{IntoPyDict, PyBytes, PyDict, PyList};
 
 use super::guard;
-use crate::encode::batch::Batch;
+use crate::encode::batch::{self, Batch};
 use crate::model::v2;
 use crate::threads::pool;
 use crate::tokenizer::{Shared, Tokenizer};
@@ -101,8 +101,14 @@ impl PyTokenizer {
     ) -> PyResult<Bound<'py, PyList>> {
         let pool = pool(threads)?;
         let current = self.current();
+        let texts = strs(&texts);
+        let here = batch::is_one_group(&texts);
         let batch = py.detach(|| {
-            guard(|| pool.install(|| current.encoder().encode_batch_groups(&strs(&texts), &allowed)))
+            guard(|| {
+                on(&pool, here, || {
+                    current.encoder().encode_batch_groups(&texts, &allowed)
+                })
+            })
         })?;
         id_lists(py, &batch)
     }
@@ -120,11 +126,17 @@ impl PyTokenizer {
     ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
         let pool = pool(threads)?;
         let current = self.current();
+        let texts = strs(&texts);
+        let here = batch::is_one_group(&texts);
         let batch = py.detach(|| {
-            guard(|| pool.install(|| current.encoder().encode_batch_groups(&strs(&texts), &allowed)))
+            guard(|| {
+                on(&pool, here, || {
+                    current.encoder().encode_batch_groups(&texts, &allowed)
+                })
+            })
         })?;
         let ids = bytes_written(py, 4 * batch.total_ids(), |buf| {
-            py.detach(|| pool.install(|| batch.write_ids_le(buf)))
+            py.detach(|| on(&pool, here, || batch.write_ids_le(buf)))
         })?;
         let offsets = bytes_written(py, 8 * (batch.len() + 1), |buf| batch.write_offsets_le(buf))?;
         Ok((ids, offsets))
@@ -221,6 +233,16 @@ impl PyTokenizer {
         let current = self.current();
         let (kind, size) = (current.kind(), current.vocab_size());
         format!("<superword._core.Tokenizer {kind}: {size} ids>")
+    }
+}
+
+/// `f` on `pool`, or on the calling thread when `here` (a batch of one group, see
+/// [`batch::is_one_group`]).
+fn on<R: Send>(pool: &rayon::ThreadPool, here: bool, f: impl FnOnce() -> R + Send) -> R {
+    if here {
+        f()
+    } else {
+        pool.install(f)
     }
 }
 
