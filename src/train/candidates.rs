@@ -504,6 +504,32 @@ fn cut_source<S: Source + ?Sized>(source: &S, threshold: u64, n_tokens: usize) -
     }
 }
 
+/// Two counting tables of random runs over `words` pretoken ids, each table with its own
+/// remapping of the ids (for tests): 1 to `most_runs` runs of 2 to `most_len + 1` ids each,
+/// counts 1 to `most_count` added per run.
+#[cfg(test)]
+pub(crate) fn random_runs(
+    next: &mut impl FnMut(u64) -> u64,
+    words: usize,
+    most_runs: u64,
+    most_len: u64,
+    most_count: u64,
+) -> Runs {
+    (0..2)
+        .map(|_| {
+            let remap: Vec<u32> = (0..words as u32).map(|_| next(words as u64) as u32).collect();
+            let mut table: FxHashMap<Box<[u32]>, u64> = FxHashMap::default();
+            for _ in 0..next(most_runs) + 1 {
+                let run: Box<[u32]> = (0..2 + next(most_len))
+                    .map(|_| next(words as u64) as u32)
+                    .collect();
+                *table.entry(run).or_insert(0) += 1 + next(most_count);
+            }
+            (remap, table)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -524,17 +550,7 @@ mod tests {
                     }
                 })
                 .collect();
-            let runs: Runs = (0..2)
-                .map(|_| {
-                    let remap: Vec<u32> = (0..words as u32).map(|_| next(words as u64) as u32).collect();
-                    let mut table: FxHashMap<Box<[u32]>, u64> = FxHashMap::default();
-                    for _ in 0..next(30) + 1 {
-                        let run: Box<[u32]> = (0..2 + next(8)).map(|_| next(words as u64) as u32).collect();
-                        *table.entry(run).or_insert(0) += 1 + next(5);
-                    }
-                    (remap, table)
-                })
-                .collect();
+            let runs = random_runs(&mut next, words, 30, 8, 5);
             let threshold = next(6) + round % 3;
             let sorted = |mut c: CutCandidates| {
                 c.segments.sort();

@@ -128,8 +128,7 @@ pub fn train_superbpe(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::count::Runs;
-    use crate::train::candidates::{flat_candidates, supermerge_candidates};
+    use crate::train::candidates::{flat_candidates, random_runs, supermerge_candidates};
     use crate::train::Silent;
     use rustc_hash::FxHashMap;
 
@@ -176,17 +175,7 @@ mod tests {
             let token_of: Vec<Option<TokenId>> = (0..words)
                 .map(|w| (next(6) != 0).then(|| letters[w % (2 + round % 5)]))
                 .collect();
-            let runs: Runs = (0..2)
-                .map(|_| {
-                    let remap: Vec<u32> = (0..words as u32).map(|_| next(words as u64) as u32).collect();
-                    let mut table: FxHashMap<Box<[u32]>, u64> = FxHashMap::default();
-                    for _ in 0..next(40) + 1 {
-                        let run: Box<[u32]> = (0..2 + next(7)).map(|_| next(words as u64) as u32).collect();
-                        *table.entry(run).or_insert(0) += 1 + next(9);
-                    }
-                    (remap, table)
-                })
-                .collect();
+            let runs = random_runs(&mut next, words, 40, 7, 9);
             let list = supermerge_candidates(runs.clone(), &token_of);
             let flat = flat_candidates(runs, &token_of);
             repeated += (flat.len() > list.len()) as usize;
