@@ -607,26 +607,64 @@ impl MergeState {
                 data.extend_from_slice(seq);
             }
         }
+        // the pairs, counted by contiguous parts of the sequences in parallel (each part into
+        // one table per shard), then each shard's tables added up in parallel.  (Each thread
+        // used to read every sequence and keep the pairs of its own shard: two threads were no
+        // faster than one, 0.45 s against 0.37 s at 100 MB/32,768 and 1.42 against 1.16 s at
+        // 131,072 for BoundlessBPE's 1.6 M and 2.6 M segments.)
         let n_shards = rayon::current_num_threads().max(1);
-        let shards: Vec<FxHashMap<Pair, PairInfo>> = (0..n_shards)
-            .into_par_iter()
-            .map(|k| {
-                let mut map: FxHashMap<Pair, PairInfo> = FxHashMap::default();
-                for (i, span) in spans.iter().enumerate() {
+        let per = spans.len().div_ceil(n_shards).max(1);
+        let parts: Vec<Vec<FxHashMap<Pair, PairInfo>>> = spans
+            .par_chunks(per)
+            .enumerate()
+            .map(|(part, chunk)| {
+                let mut maps: Vec<FxHashMap<Pair, PairInfo>> =
+                    (0..n_shards).map(|_| FxHashMap::default()).collect();
+                for (j, span) in chunk.iter().enumerate() {
+                    let i = (part * per + j) as u32;
                     let w = span.weight;
-                    let seq = match long.get(&(i as u32)) {
-                        Some(l) => l.untouched().expect("no merge yet"),
-                        None => &data[span.range()],
+                    let seq = match long.is_empty() {
+                        true => &data[span.range()],
+                        false => match long.get(&i) {
+                            Some(l) => l.untouched().expect("no merge yet"),
+                            None => &data[span.range()],
+                        },
                     };
                     count_pairs(seq, |p| {
-                        if shard_of(p, n_shards) == k {
-                            let info = map.entry(p).or_default();
-                            info.count += w;
-                            info.note(i as u32);
-                        }
+                        let info = maps[shard_of(p, n_shards)].entry(p).or_default();
+                        info.count += w;
+                        info.note(i);
                     });
                 }
-                map
+                maps
+            })
+            .collect();
+        let mut by_shard: Vec<Vec<FxHashMap<Pair, PairInfo>>> = (0..n_shards).map(|_| Vec::new()).collect();
+        for maps in parts {
+            for (k, map) in maps.into_iter().enumerate() {
+                by_shard[k].push(map);
+            }
+        }
+        let shards: Vec<FxHashMap<Pair, PairInfo>> = by_shard
+            .into_par_iter()
+            .map(|maps| {
+                // in the parts' order, so that each pair's sequences stay in increasing order
+                let mut maps = maps.into_iter();
+                let mut all = maps.next().unwrap_or_default();
+                for map in maps {
+                    for (p, info) in map {
+                        match all.get_mut(&p) {
+                            Some(mine) => {
+                                mine.count += info.count;
+                                mine.seqs.extend(info.seqs);
+                            }
+                            None => {
+                                all.insert(p, info);
+                            }
+                        }
+                    }
+                }
+                all
             })
             .collect();
         let initial: Vec<(u64, Pair)> = shards
