@@ -174,10 +174,24 @@
 //! token again counts its pairs afresh, which never happened on our corpora): phase 2 at
 //! 131,072 4.96-5.49 -> 3.19-4.22 s and peak RSS 938 -> 605 MB, at 32,768 1.29-1.49 ->
 //! 1.05-1.12 s (one thread, from a count file, three interleaved runs, load 2.1-2.5);
-//! SuperBPE's phase 2 gains a little (131,072: 4.49 -> 3.98 s, one run).  What is left for
-//! BoundlessBPE: stage 3's adding up of segments in tables keyed by slices (0.9-1.3 s), phase
-//! 2's set-up at 131,072 (~1 s: every thread reads all 2.6 M segments to count the pairs of
-//! its shard), and phase 2's loop (rewriting sequences and pair-table look-ups, serial).
+//! SuperBPE's phase 2 gains a little (131,072: 4.49 -> 3.98 s, one run).  Phase 2's set-up
+//! counted the segments' pairs with each thread reading every segment for the pairs of its
+//! own shard, so two threads were no faster than one (0.45 against 0.37 s at 32,768, 1.42
+//! against 1.16 s at 131,072); the sequences are now counted by parts and the parts' tables
+//! added up by shard (`MergeState::with_wholeness`): 0.18-0.21 and 0.80-0.86 s at two
+//! threads.  (For phase 1's 244,000 words it makes no measurable difference: BPE's phase 1
+//! at 32,768 on two threads from a count file took 0.33-0.48 s with it, 0.36-0.68 s without,
+//! the slow runs those with 0.4-0.8 s of system time, in both builds: round 6's warning about
+//! where memory lands.)  What is left for BoundlessBPE: counting the text, its largest stage
+//! (1.33-1.39 s on two threads against 0.55-0.59 s for BPE, which collects no runs; in `perf`
+//! a tenth of a whole training's samples is the kernel zeroing pages while the tables of
+//! letter runs grow by rehashing, 2.7 M distinct runs); stage 3's adding up of segments in
+//! tables keyed by slices (0.9-1.3 s on one thread); phase 2's set-up on one thread (~1.1 s
+//! at 131,072: a hash-table look-up per pair occurrence of 2.6 M segments); and phase 2's
+//! loop (rewriting sequences and pair-table look-ups, serial).  At the end of the round
+//! (`benchmarks/train_bench.py`, 100 MB, two threads, medians of five interleaved runs, load
+//! 1.3-1.5): BoundlessBPE 4.17 -> 3.97 s at 32,768 (BPE 1.00-1.07 s) and 9.93 -> 8.74 s at
+//! 131,072 (peak RSS 846 -> 604 MB); SuperBPE 2.75 -> 2.76 s and 6.47 -> 6.03 s.
 
 pub mod boundless;
 pub mod bpe;
