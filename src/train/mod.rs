@@ -145,6 +145,53 @@
 //! regular merges' counts fall to `T`; a cut at a higher `t` is exact while the next regular
 //! merge counts at least `t`, then the state would be cut again at `T` with the supermerges
 //! replayed (as SuperBPE does), which pays only if most supermerges come early.
+//!
+//! Round 8 (issue 12): BoundlessBPE at 100 MB.  Stage by stage from a count file (main's
+//! release build, load 0.8-1.2): at 32,768 phase 1 0.57 s, stage 3 1.61 s, phase 2 1.36 s on
+//! one thread (0.32/1.12/0.89 s on two); at 131,072 0.47/2.74/4.54 s (0.54/2.43/4.66 s on
+//! two: phase 2 is serial).  Inside (one thread, timed in the code): stage 3 at 32,768 was
+//! flattening the runs 0.58 s, the strong pairs 0.35 s, adding up the segments 0.89-0.93 s,
+//! boxing them 0.12 s, then phase 2's set-up 0.31 s and loop ~1.1 s; at 131,072 0.55, 0.72-1.03
+//! (399,635 strong pairs over `T` = 3), 0.93-1.32, 0.2-0.45 s, set-up 0.95-1.14 s, loop
+//! ~3.6 s.  Round 7's idea, measured with fixed cuts and not built: phase 2 ends when the
+//! vocabulary is full, while the regular merges still count well above `T` (84 against 44 at
+//! 32,768, 14 against 3 at 131,072), and a cut at that count is exact and cheaper (phase 2
+//! 1.31-1.43 -> 0.85-0.92 s at 32,768, 4.61 -> 3.96 s cut at 7 at 131,072; stage 3 no
+//! cheaper, 1.95-2.18 against 1.54-2.44 s: flattening and adding up barely shrink).  But the
+//! supermerges do not come early: at 32,768 48% of them count above 2`T` and 22% above 4`T`
+//! (131,072: 47%, 23%), so a first cut at 2`T` or 4`T` always needs the cut at `T` after it,
+//! which costs what the one cut costs now (strong pairs, adding up, boxes and phase 2's
+//! set-up: ~1.6 s at 32,768, one thread), more than all of phase 2's loop.  Cutting once at a
+//! guess of the final count, with the exact fallback on a miss, fails for want of a guess: the
+//! final count was 1.0 (taylorswift.txt at 2,000 and 5,000), 1.15 (ru, 16,384), 1.36 (20 MB,
+//! 8,192), 1.75 (de, 32,768), 1.9 (100 MB, 32,768), 2.4 (20 MB, 32,768), 2.75 (zh, 32,768),
+//! 3.5 (20 MB, 65,536), 4 (ja, 32,768), 4.7 (100 MB, 131,072) and 7 (th, 8,192) times `T`; a
+//! miss costs ~1.6 s where a hit saves ~0.5 s.  What the profile showed instead (`perf`, one
+//! thread, 131,072): a tenth of all samples was the kernel zeroing pages for phase 2's pair
+//! table, which grew from 0.40 M pairs to 3.65 M (7.3 M buckets) while the heap held under
+//! 0.7 M: pairs made by supermerges and counted at most `T` times, which can never win.
+//! They now stay out of the table (`MergeState::with_floor`, exact; a merge that makes a
+//! token again counts its pairs afresh, which never happened on our corpora): phase 2 at
+//! 131,072 4.96-5.49 -> 3.19-4.22 s and peak RSS 938 -> 605 MB, at 32,768 1.29-1.49 ->
+//! 1.05-1.12 s (one thread, from a count file, three interleaved runs, load 2.1-2.5);
+//! SuperBPE's phase 2 gains a little (131,072: 4.49 -> 3.98 s, one run).  Phase 2's set-up
+//! counted the segments' pairs with each thread reading every segment for the pairs of its
+//! own shard, so two threads were no faster than one (0.45 against 0.37 s at 32,768, 1.42
+//! against 1.16 s at 131,072); the sequences are now counted by parts and the parts' tables
+//! added up by shard (`MergeState::with_wholeness`): 0.18-0.21 and 0.80-0.86 s at two
+//! threads.  (For phase 1's 244,000 words it makes no measurable difference: BPE's phase 1
+//! at 32,768 on two threads from a count file took 0.33-0.48 s with it, 0.36-0.68 s without,
+//! the slow runs those with 0.4-0.8 s of system time, in both builds: round 6's warning about
+//! where memory lands.)  What is left for BoundlessBPE: counting the text, its largest stage
+//! (1.33-1.39 s on two threads against 0.55-0.59 s for BPE, which collects no runs; in `perf`
+//! a tenth of a whole training's samples is the kernel zeroing pages while the tables of
+//! letter runs grow by rehashing, 2.7 M distinct runs); stage 3's adding up of segments in
+//! tables keyed by slices (0.9-1.3 s on one thread); phase 2's set-up on one thread (~1.1 s
+//! at 131,072: a hash-table look-up per pair occurrence of 2.6 M segments); and phase 2's
+//! loop (rewriting sequences and pair-table look-ups, serial).  At the end of the round
+//! (`benchmarks/train_bench.py`, 100 MB, two threads, medians of five interleaved runs, load
+//! 1.3-1.5): BoundlessBPE 4.17 -> 3.97 s at 32,768 (BPE 1.00-1.07 s) and 9.93 -> 8.74 s at
+//! 131,072 (peak RSS 846 -> 604 MB); SuperBPE 2.75 -> 2.76 s and 6.47 -> 6.03 s.
 
 pub mod boundless;
 pub mod bpe;

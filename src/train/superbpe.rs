@@ -10,7 +10,8 @@
 //! The candidates usually come as stage 3 flattened them from the letter runs, not added up
 //! ([`FlatCandidates`]): the cut adds up its segments anyway, and the fallback merges the
 //! flat ones (the same model: counts are sums).  While cut, pairs counted `t` times or fewer
-//! get no heap entry (`MergeState::with_floor`): the cut state ends before one could win.
+//! get no heap entry and mostly no pair-table entry (`MergeState::with_floor`): the cut state
+//! ends before one could win.
 
 use super::candidates::{cut, Candidates, CutCandidates, FlatCandidates};
 use super::merging::{MergeState, TrainMerge};
