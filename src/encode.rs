@@ -23,8 +23,10 @@ use crate::train::ngram::{prefix_set, split_one};
 
 pub mod batch;
 pub mod cache;
+pub mod decode;
 
 use cache::{PieceCache, Table};
+use decode::TokenBytes;
 
 /// Pieces longer than this (in bytes) are merged with a heap instead of a scan.
 const LONG_PIECE: usize = 48;
@@ -83,6 +85,8 @@ pub struct Encoder {
     pub special: Vec<(String, TokenId)>,
     /// what pretokens that missed the shortcut became, per thread
     cache: PieceCache,
+    /// the tokens' bytes for decoding
+    decoder: TokenBytes,
 }
 
 /// Step 3 for a model with PickyBPE deletions (SPEC 9 "Inference"), as `reference/encode.py`.
@@ -362,6 +366,13 @@ impl Encoder {
             picky,
             special: model.special_tokens.clone(),
             cache: PieceCache::new(0), // off while `find_reachable` encodes the vocabulary
+            decoder: TokenBytes::new(
+                model
+                    .vocab
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| (i as TokenId, t.as_slice())),
+            ),
         };
         enc.reachable = enc.find_reachable(&model.is_super)?;
         enc.shortcut = ByteMap::new(
@@ -668,27 +679,25 @@ impl Encoder {
 
     /// Concatenated token bytes; an unknown id is an error naming it and its position.
     pub fn decode_bytes(&self, ids: &[i64]) -> Result<Vec<u8>> {
-        let mut out = Vec::with_capacity(ids.len() * 4);
-        for (position, &id) in ids.iter().enumerate() {
-            if id >= 0 && (id as usize) < self.vocab.len() {
-                out.extend_from_slice(&self.vocab[id as usize]);
-            } else if let Some((s, _)) = self.special.iter().find(|(_, sid)| *sid as i64 == id) {
-                out.extend_from_slice(s.as_bytes());
+        let special = |id: i64| {
+            self.special
+                .iter()
+                .find(|(_, sid)| *sid as i64 == id)
+                .map(|(s, _)| s.as_bytes())
+        };
+        self.decoder.decode(ids, special, |id, position| {
+            let mut specials: Vec<TokenId> = self.special.iter().map(|(_, i)| *i).collect();
+            specials.sort_unstable();
+            let extra = if specials.is_empty() {
+                ")".to_string()
             } else {
-                let mut specials: Vec<TokenId> = self.special.iter().map(|(_, i)| *i).collect();
-                specials.sort_unstable();
-                let extra = if specials.is_empty() {
-                    ")".to_string()
-                } else {
-                    format!(" and special ids {specials:?})")
-                };
-                return Err(Error::Value(format!(
-                    "token id {id} at position {position} is out of range (vocabulary has ids 0..{}{extra}",
-                    self.vocab.len() as i64 - 1
-                )));
-            }
-        }
-        Ok(out)
+                format!(" and special ids {specials:?})")
+            };
+            Error::Value(format!(
+                "token id {id} at position {position} is out of range (vocabulary has ids 0..{}{extra}",
+                self.vocab.len() as i64 - 1
+            ))
+        })
     }
 }
 
