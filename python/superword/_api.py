@@ -941,7 +941,12 @@ class Tokenizer:
 
     def decode_bytes(self, ids: Iterable[int]) -> bytes:
         """Concatenated token bytes, lossless.  Ids are ints (numpy's integers too, not bools)."""
-        return self._impl.decode_bytes(ids if type(ids) is list else list(ids))
+        if type(ids) is not list:
+            # (numpy arrays and `array.array` make their ints at C speed; `list` would give
+            # one numpy scalar per id)
+            tolist = getattr(ids, "tolist", None)
+            ids = tolist() if tolist is not None else list(ids)
+        return self._impl.decode_bytes(ids)
 
     def decode(self, ids: Iterable[int]) -> str:
         """Decoded text; invalid UTF-8 (from a partial sequence of ids) becomes U+FFFD."""
