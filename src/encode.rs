@@ -1364,4 +1364,46 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn pipelined_batches_hand_over_every_text_in_order_and_stop_at_an_error() {
+        let encoder = Encoder::new(&model(), false).unwrap();
+        // several groups of `batch::MIN_GROUP_BYTES`, texts of uneven lengths
+        let mut seed = 7u64;
+        let texts: Vec<String> = (0..3000)
+            .map(|i| {
+                let n = 1 + (i * 37) % 300;
+                (0..n)
+                    .map(|_| {
+                        seed = seed
+                            .wrapping_mul(6364136223846793005)
+                            .wrapping_add(1442695040888963407);
+                        [b'a', b'b', b' ', b'.'][(seed >> 62) as usize] as char
+                    })
+                    .collect()
+            })
+            .collect();
+        let texts: Vec<&str> = texts.iter().map(|t| t.as_str()).collect();
+        let want = encoder.encode_batch(&texts, &[]).unwrap();
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+        let mut got: Vec<Vec<TokenId>> = Vec::new();
+        let take = |ids: &[TokenId]| {
+            got.push(ids.to_vec());
+            Ok::<(), Error>(())
+        };
+        batch::encode_pipelined(&pool, &encoder, &texts, &[], take, |f| f()).unwrap();
+        assert_eq!(got, want);
+        // an error of `take` ends the call with it, after exactly the texts before it
+        let mut seen = 0;
+        let failing = |_: &[TokenId]| {
+            seen += 1;
+            if seen == 1234 {
+                Err(Error::Value("stop here".into()))
+            } else {
+                Ok(())
+            }
+        };
+        let e = batch::encode_pipelined(&pool, &encoder, &texts, &[], failing, |f| f()).unwrap_err();
+        assert_eq!((e.to_string(), seen), ("stop here".to_string(), 1234));
+    }
 }

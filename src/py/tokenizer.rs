@@ -136,6 +136,10 @@ impl PyTokenizer {
         let current = self.current();
         let texts = strs(&texts);
         let here = batch::is_one_group(&texts);
+        if !here && pool.current_num_threads() > 1 {
+            // the lists of each group are made while the pool encodes the groups after it
+            return pipelined_lists(py, &pool, current.as_ref(), &texts, &allowed);
+        }
         let batch = py.detach(|| {
             guard(|| {
                 on(&pool, here, || {
@@ -348,6 +352,36 @@ fn id_lists<'py>(py: Python<'py>, batch: &Batch) -> PyResult<Bound<'py, PyList>>
             .texts()
             .map(|ids| list_of(py, ints, ids))
             .collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, lists)
+    })
+}
+
+/// One Python list of ids per text of `texts`, made on this thread while `pool` encodes
+/// (`batch::encode_pipelined`; the GIL is released while a group is waited for).  The ints
+/// for every id of the vocabulary are shared, as in [`id_lists`].
+fn pipelined_lists<'py>(
+    py: Python<'py>,
+    pool: &rayon::ThreadPool,
+    tokenizer: &Tokenizer,
+    texts: &[&str],
+    allowed: &[String],
+) -> PyResult<Bound<'py, PyList>> {
+    let bytes: usize = texts.iter().map(|t| t.len()).sum();
+    let top = u32::try_from(tokenizer.vocab_size().saturating_sub(1)).ok();
+    with_ints(py, top, bytes / 4, |ints| {
+        let _paused = GcPaused::new(py)?;
+        let mut lists = Vec::with_capacity(texts.len());
+        batch::encode_pipelined(
+            pool,
+            tokenizer.encoder(),
+            texts,
+            allowed,
+            |ids| {
+                lists.push(list_of(py, ints, ids)?);
+                Ok::<(), PyErr>(())
+            },
+            |f| py.detach(f),
+        )?;
         PyList::new(py, lists)
     })
 }
