@@ -191,7 +191,7 @@ where
                 .for_each_with(sender, |sender, g| {
                     if !stop.load(Ordering::Relaxed) {
                         let group = crate::error::catch(|| encode_group(encoder, texts, allowed, &ends, g));
-                        // (the receiver is gone only after an error, when nothing more is read)
+                        // (cannot fail: the receiver outlives the scope)
                         let _ = sender.send((g, group));
                     }
                 });
