@@ -29,6 +29,7 @@ import regex
 from . import _api
 from .reference.pretokenize import compile_pattern as _compile_pattern
 
+
 def _compile_split_pattern(pattern: str, what: str) -> Any:
     """``pattern`` compiled by the ``regex`` module (``compiled_pattern``, as minbpe has it),
     after the checks of both engines: the ``regex`` module's, and the core's, which encodes
