@@ -10,6 +10,7 @@ use rustc_hash::FxHashMap;
 
 use crate::encode::cache::Table;
 use crate::encode::cache::{self, PieceCache};
+use crate::encode::decode::TokenBytes;
 use crate::error::{Error, Result};
 use crate::key::{Block, ByteMap, Prefetched};
 use crate::pretokenize::Matcher;
@@ -116,17 +117,21 @@ pub struct RankEncoder {
     lookup: ByteMap,
     /// what pieces that are not a token became, per thread (see `encode/cache.rs`)
     cache: PieceCache,
+    /// the tokens' bytes for decoding
+    decoder: TokenBytes,
 }
 
 impl RankEncoder {
     pub fn new(model: RankModel) -> Result<RankEncoder> {
         let matcher = Matcher::new(&model.pattern, "pattern")?;
         let lookup = ByteMap::new(model.ranks.iter().map(|(t, &r)| (t.as_slice(), r)))?;
+        let decoder = TokenBytes::new(model.vocab.iter().map(|(&i, t)| (i, t.as_slice())));
         Ok(RankEncoder {
             model,
             matcher,
             lookup,
             cache: PieceCache::new(cache::DEFAULT_CAPACITY),
+            decoder,
         })
     }
 
@@ -174,25 +179,18 @@ impl RankEncoder {
 
     /// The bytes of `ids` (special tokens as their text).
     pub fn decode_bytes(&self, ids: &[i64]) -> Result<Vec<u8>> {
-        let m = &self.model;
-        let mut out = Vec::new();
-        for (position, &id) in ids.iter().enumerate() {
-            let found = u32::try_from(id).ok().and_then(|i| {
-                m.vocab
-                    .get(&i)
-                    .map(|v| v.as_slice())
-                    .or_else(|| m.special.iter().find(|(_, s)| *s == i).map(|(t, _)| t.as_bytes()))
-            });
-            match found {
-                Some(b) => out.extend_from_slice(b),
-                None => {
-                    return Err(Error::Value(format!(
-                        "token id {id} at position {position} is out of range (no token has this id)"
-                    )))
-                }
-            }
-        }
-        Ok(out)
+        let special = |id: i64| {
+            let special = &self.model.special;
+            special
+                .iter()
+                .find(|(_, s)| *s as i64 == id)
+                .map(|(t, _)| t.as_bytes())
+        };
+        self.decoder.decode(ids, special, |id, position| {
+            Error::Value(format!(
+                "token id {id} at position {position} is out of range (no token has this id)"
+            ))
+        })
     }
 
     /// tiktoken's byte-pair merge of one piece that is not a token itself: repeatedly join

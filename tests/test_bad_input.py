@@ -117,6 +117,24 @@ def test_decode_rejects_ids_out_of_range(tok):
         tok.decode([-1])
     with pytest.raises(TypeError, match="not int"):
         tok.decode(["a"])
+    with pytest.raises(TypeError, match="token id at position 1 is bool, not int"):
+        tok.decode([5, True])
+    with pytest.raises(TypeError, match="token id at position 0 is float, not int"):
+        tok.decode([5.0])
+    with pytest.raises(ValueError, match=rf"token id {2**64} at position 2 is out of range"):
+        tok.decode([5, 6, 2**64])
+
+
+def test_decode_takes_any_iterable_of_integers(tok):
+    """Lists, tuples, generators and numpy's integers (what ``return_array=True`` gives back)
+    decode alike; both backends check the ids the same way."""
+    np = pytest.importorskip("numpy")
+    ids = tok.encode("The quick brown fox.")
+    text = tok.decode(ids)
+    assert text == "The quick brown fox."
+    assert tok.decode(tuple(ids)) == tok.decode(iter(ids)) == tok.decode(np.array(ids, dtype=np.uint32)) == text
+    with pytest.raises(ValueError, match=r"token id 18446744073709551615 at position 0 is out of range"):
+        tok.decode([np.uint64(2**64 - 1)])
 
 
 def test_special_tokens(backend):

@@ -10,7 +10,7 @@ import time
 import pytest
 import superword
 from helpers import GOLDEN, need
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from superword.minbpe import RegexTokenizer
 from superword.reference.pretokenize import MAX_PATTERN_SIZE, pattern_size
@@ -231,7 +231,10 @@ def minbpe_text() -> str:
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=mutated(minbpe_text()))
+@example(data=b"minbpe v1\n'(?i:[sdmt]|ll|ve|re)|[^\\r\\n\\p{L}\\p{N}]?+\\p\n0\n116 104\n")
 def test_mutated_minbpe_files_load_or_raise_value_error(tmp_path, data):
+    """(The example: a lone `\\p`, which the `regex` module reads as "p" and the core refuses;
+    it loaded, and the first `encode` raised.)"""
     path = tmp_path / "t.model"
     path.write_bytes(data)
     tok = RegexTokenizer()

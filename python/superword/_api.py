@@ -92,10 +92,20 @@ def resolve_threads(threads: int | None) -> int:
     >>> resolve_threads(1)
     1
     """
+    requested = _requested_threads(threads)
+    cores = available_cores()
+    return cores if requested is None else min(requested, cores)
+
+
+def _requested_threads(threads: int | None) -> int | None:
+    """:func:`resolve_threads` for ``encode_batch``: ``None`` for all cores, which the core
+    counts only when it starts a pool (counting them on every call was half of the Python
+    time of ``encode_batch`` on a few short texts).  A count given as an argument is still
+    reduced to the cores here, so that asking for many different counts reuses one pool."""
     if threads is None:
         text = os.environ.get(THREADS_VARIABLE, "").strip()
         if not text or text == "0":  # rayon's own rule: unset or 0 means all cores
-            return available_cores()
+            return None
         try:
             threads = int(text)
         except ValueError:
@@ -104,10 +114,10 @@ def resolve_threads(threads: int | None) -> int:
         if threads < 1:
             raise ValueError(f"the environment variable {THREADS_VARIABLE} must be at least 1 "
                              f"(or 0 for all cores), got {threads}")
-    else:
-        threads = _check_int("threads", threads)
-        if threads < 1:
-            raise ValueError(f"threads must be at least 1 (or None for all cores), got {threads}")
+        return threads
+    threads = _check_int("threads", threads)
+    if threads < 1:
+        raise ValueError(f"threads must be at least 1 (or None for all cores), got {threads}")
     return min(threads, available_cores())
 
 
@@ -805,13 +815,21 @@ class Tokenizer:
             for i, t in enumerate(texts):
                 if not isinstance(t, str):
                     raise TypeError(f"text {i} of encode_batch is {type(t).__name__}, not str")
-        threads = resolve_threads(threads)
+        requested = _requested_threads(threads)
         allowed = self._allowed(allowed_special, texts, disallowed_special)
         try:
             if return_array:
-                return _as_arrays(*self._flat(texts, allowed, threads))
-            with _no_cyclic_gc():
-                return self._impl.encode_batch(texts, allowed, threads)
+                return _as_arrays(*self._flat(texts, allowed, requested))
+            # Python's cyclic garbage collector is paused while millions of id lists are made:
+            # lists of ints cannot form cycles, and its passes over them took a fifth of a large
+            # call (perf).  (Inline: as a context manager it cost 1.3 us a call.)
+            collecting = gc.isenabled()
+            gc.disable()
+            try:
+                return self._impl.encode_batch(texts, allowed, requested)
+            finally:
+                if collecting:
+                    gc.enable()
         except UnicodeEncodeError:
             for i, t in enumerate(texts):  # only on failure: find and name the text
                 try:
@@ -922,13 +940,12 @@ class Tokenizer:
             raise
 
     def decode_bytes(self, ids: Iterable[int]) -> bytes:
-        """Concatenated token bytes, lossless."""
-        ids = list(ids)
-        for position, i in enumerate(ids):
-            if isinstance(i, bool) or not isinstance(i, int):
-                raise TypeError(f"token id at position {position} is {type(i).__name__}, not int")
-            if not -2**63 <= i < 2**63:
-                raise ValueError(f"token id {i} at position {position} is out of range")
+        """Concatenated token bytes, lossless.  Ids are ints (numpy's integers too, not bools)."""
+        if type(ids) is not list:
+            # (numpy arrays and `array.array` make their ints at C speed; `list` would give
+            # one numpy scalar per id)
+            tolist = getattr(ids, "tolist", None)
+            ids = tolist() if tolist is not None else list(ids)
         return self._impl.decode_bytes(ids)
 
     def decode(self, ids: Iterable[int]) -> str:
@@ -958,20 +975,6 @@ def _as_arrays(ids: bytes, bounds: bytes) -> IdArrays:
     except ImportError:
         raise ImportError("encode_batch(return_array=True) needs numpy: pip install numpy") from None
     return IdArrays(np.frombuffer(ids, dtype="<u4"), np.frombuffer(bounds, dtype="<u8"))
-
-
-@contextlib.contextmanager
-def _no_cyclic_gc() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector while millions of id lists are created: lists
-    of ints cannot form cycles, and the collector's passes over them took a fifth of a large
-    ``encode_batch`` (perf)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _check_special_overlaps(tokens: list[str]) -> None:

@@ -3,6 +3,7 @@ that :class:`superword.Tokenizer` has one code path for both backends."""
 from __future__ import annotations
 
 import contextlib
+import operator
 import os
 from collections.abc import Iterable
 
@@ -11,6 +12,24 @@ from .reference import model as _model
 from .reference import ranks as _ranks
 from .reference.model import write_text_atomic
 from .reference.pretokenize import compile_pattern
+
+
+def check_ids(ids: Iterable[object]) -> list[int]:
+    """``decode``'s ids as ints, checked as the Rust core checks them (``ids_of`` in
+    ``src/py/tokenizer.rs``): each an ``int`` or an integer with ``__index__`` (numpy's), not a
+    ``bool``, within 64 bits; an error names the position."""
+    out = []
+    for position, i in enumerate(ids):
+        try:
+            if isinstance(i, bool):
+                raise TypeError
+            value = operator.index(i)  # type: ignore[arg-type]
+        except TypeError:
+            raise TypeError(f"token id at position {position} is {type(i).__name__}, not int") from None
+        if not -2**63 <= value < 2**63:
+            raise ValueError(f"token id {value} at position {position} is out of range")
+        out.append(value)
+    return out
 
 
 class ReferenceCore:
@@ -92,7 +111,7 @@ class ReferenceCore:
         return self.encoder.encode_tokens(text)
 
     def decode_bytes(self, ids: list[int]) -> bytes:
-        return self.encoder.decode_bytes(ids)
+        return self.encoder.decode_bytes(check_ids(ids))
 
 
 
@@ -165,7 +184,7 @@ class ReferenceRankCore:
     def decode_bytes(self, ids: list[int]) -> bytes:
         inverse = {i: s.encode("utf-8") for s, i in self._special.items()}
         out = []
-        for position, i in enumerate(ids):
+        for position, i in enumerate(check_ids(ids)):
             token = self.vocab.get(i, inverse.get(i))
             if token is None:
                 raise ValueError(f"token id {i} at position {position} is out of range "

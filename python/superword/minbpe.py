@@ -22,11 +22,27 @@ from __future__ import annotations
 
 import os
 import unicodedata
+from typing import Any
 
 import regex
 
 from . import _api
 from .reference.pretokenize import compile_pattern as _compile_pattern
+
+
+def _compile_split_pattern(pattern: str, what: str) -> Any:
+    """``pattern`` compiled by the ``regex`` module (``compiled_pattern``, as minbpe has it),
+    after the checks of both engines: the ``regex`` module's, and the core's, which encodes
+    with it.  Some patterns only one of them takes (``regex`` reads a lone ``\\p`` as "p"),
+    and such a pattern must fail here, where the file or argument is named, not at the first
+    ``encode``."""
+    compiled = _compile_pattern(pattern, what)
+    try:
+        _api._core_module().pretokenize("", pattern)
+    except ValueError as exc:  # (the core's message starts "pattern ...")
+        raise ValueError(str(exc) if what == "pattern" else f"{what}: {exc}") from None
+    return compiled
+
 
 #: The GPT-4 split pattern of minbpe (and of tiktoken's cl100k_base, older form).
 GPT4_SPLIT_PATTERN = (r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,3}|"""
@@ -187,7 +203,7 @@ class Tokenizer:
             raise ValueError(f"{path}, line 1: not a minbpe v1 model (found {line(0)[:40]!r})")
         pattern = line(1)
         if pattern:  # a pattern from a file: refused before the regex module expands it
-            _compile_pattern(pattern, f"{path}, line 2: the split pattern")
+            _compile_split_pattern(pattern, f"{path}, line 2: the split pattern")
         count = line(2)
         if not (count.isascii() and count.isdigit()) or len(count) > 9:
             raise ValueError(f"{path}, line 3: expected the number of special tokens, found {count[:40]!r}")
@@ -257,10 +273,10 @@ class RegexTokenizer(Tokenizer):
     def __init__(self, pattern: str | None = None) -> None:
         super().__init__()
         self.pattern = GPT4_SPLIT_PATTERN if pattern is None else pattern
-        self.compiled_pattern = _compile_pattern(self.pattern, "pattern")
+        self.compiled_pattern = _compile_split_pattern(self.pattern, "pattern")
 
     def _after_load(self) -> None:
-        self.compiled_pattern = _compile_pattern(self.pattern, "pattern")
+        self.compiled_pattern = _compile_split_pattern(self.pattern, "pattern")
 
 
 def _default_ranks_path() -> str:
