@@ -11,7 +11,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
@@ -20,42 +20,41 @@ use crate::error::{Error, Result};
 const POOLS_KEPT: usize = 2;
 
 /// A rayon pool of `threads` workers, kept for reuse: starting threads for every
-/// `encode_batch` call would cost more than small batches take.  `None` means the environment
-/// variable `RAYON_NUM_THREADS`, else all cores (rayon's rule); a number above the available
-/// cores is reduced to them (counted when the pool is made).  At most [`POOLS_KEPT`] pools are kept (the least recently used
+/// `encode_batch` call would cost more than small batches take.  `None` means all cores (the
+/// Python seam reads `RAYON_NUM_THREADS` and passes its count); a number above the cores is
+/// reduced to them.  Pools are kept by their number of workers, so `None` and a count of
+/// all cores share one.  At most [`POOLS_KEPT`] pools are kept (the least recently used
 /// goes; its threads end when its last call returns), so a process that asks for many
 /// different counts still holds at most that many pools' workers.
 pub fn pool(threads: Option<usize>) -> Result<Arc<rayon::ThreadPool>> {
-    // (kept by the count asked for: the cores are counted only when a pool is made, because
-    // counting them reads the process's cgroup files, which took 35 of the 40 µs of an
-    // `encode_batch` of 8 short texts, perf)
-    static POOLS: Mutex<Vec<(Option<usize>, Arc<rayon::ThreadPool>)>> = Mutex::new(Vec::new());
+    // the cores, counted once: counting them reads the process's cgroup files, which took 35
+    // of the 40 µs of an `encode_batch` of 8 short texts (perf)
+    static CORES: OnceLock<usize> = OnceLock::new();
+    static POOLS: Mutex<Vec<(usize, Arc<rayon::ThreadPool>)>> = Mutex::new(Vec::new());
     if threads == Some(0) {
         return Err(Error::Value(
             "threads must be at least 1 (or None for all cores)".into(),
         ));
     }
+    let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let workers = threads.map_or(cores, |n| n.min(cores));
     let mut pools = POOLS.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(at) = pools.iter().position(|(k, _)| *k == threads) {
+    if let Some(at) = pools.iter().position(|(k, _)| *k == workers) {
         let entry = pools.remove(at);
         let p = entry.1.clone();
         pools.push(entry); // most recently used last
         return Ok(p);
     }
-    let mut builder = rayon::ThreadPoolBuilder::new();
-    if let Some(n) = threads {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        builder = builder.num_threads(n.min(cores));
-    }
     let p = Arc::new(
-        builder
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(workers)
             .build()
-            .map_err(|e| Error::Runtime(format!("cannot start {threads:?} threads: {e}")))?,
+            .map_err(|e| Error::Runtime(format!("cannot start {workers} threads: {e}")))?,
     );
     if pools.len() >= POOLS_KEPT {
         pools.remove(0);
     }
-    pools.push((threads, p.clone()));
+    pools.push((workers, p.clone()));
     Ok(p)
 }
 
@@ -168,6 +167,10 @@ mod tests {
         let a = pool(Some(1)).unwrap();
         assert!(Arc::ptr_eq(&a, &pool(Some(1)).unwrap()));
         assert_eq!(a.current_num_threads(), 1);
+        // all cores, asked for by count or by `None`, is one pool
+        let all = pool(None).unwrap();
+        assert!(Arc::ptr_eq(&all, &pool(Some(all.current_num_threads())).unwrap()));
+        assert!(Arc::ptr_eq(&all, &pool(Some(usize::MAX)).unwrap()));
     }
 
     #[test]

@@ -99,8 +99,8 @@ def resolve_threads(threads: int | None) -> int:
 
 def _requested_threads(threads: int | None) -> int | None:
     """:func:`resolve_threads` for ``encode_batch``: ``None`` for all cores, which the core
-    counts only when it starts a pool (counting them on every call was half of the Python
-    time of ``encode_batch`` on a few short texts).  A count given as an argument is still
+    counts once (counting them here on every call was half of the Python time of
+    ``encode_batch`` on a few short texts).  A count given as an argument is still
     reduced to the cores here, so that asking for many different counts reuses one pool."""
     if threads is None:
         text = os.environ.get(THREADS_VARIABLE, "").strip()

@@ -276,7 +276,8 @@ class RegexTokenizer(Tokenizer):
         self.compiled_pattern = _compile_split_pattern(self.pattern, "pattern")
 
     def _after_load(self) -> None:
-        self.compiled_pattern = _compile_split_pattern(self.pattern, "pattern")
+        # (`load` has checked the pattern with both engines, naming the file)
+        self.compiled_pattern = _compile_pattern(self.pattern, "pattern")
 
 
 def _default_ranks_path() -> str:

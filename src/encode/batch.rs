@@ -80,6 +80,16 @@ struct Group {
     ends: Vec<u32>,
 }
 
+impl Group {
+    /// Each of the group's texts' ids, in order.
+    fn texts(&self) -> impl Iterator<Item = &[TokenId]> {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        starts
+            .zip(self.ends.iter().copied())
+            .map(move |(a, b)| &self.ids[a as usize..b as usize])
+    }
+}
+
 /// Write `bytes` into `dst` (of the same length), which need not be initialised.
 #[inline(always)]
 fn put(dst: &mut [MaybeUninit<u8>], bytes: &[u8]) {
@@ -211,10 +221,7 @@ where
                     done[at] = Some(group);
                 }
                 let group = done[g].take().expect("just received")?;
-                let starts = std::iter::once(0).chain(group.ends.iter().copied());
-                for (a, b) in starts.zip(group.ends.iter().copied()) {
-                    take(&group.ids[a as usize..b as usize])?;
-                }
+                group.texts().try_for_each(&mut take)?;
                 keep_buffers(std::iter::once(group));
             }
             Ok(())
@@ -251,12 +258,7 @@ impl Batch {
 
     /// Each text's ids, in order.
     pub fn texts(&self) -> impl Iterator<Item = &[TokenId]> {
-        self.groups.iter().flat_map(|g| {
-            let starts = std::iter::once(0).chain(g.ends.iter().copied());
-            starts
-                .zip(g.ends.iter().copied())
-                .map(move |(a, b)| &g.ids[a as usize..b as usize])
-        })
+        self.groups.iter().flat_map(Group::texts)
     }
 
     /// Write all ids as little-endian u32 into `out` (exactly `4 * total_ids()` bytes, which

@@ -29,50 +29,36 @@ pub struct TokenBytes {
 
 impl TokenBytes {
     /// The tokens `(id, bytes)`, in any order; an id given twice keeps its first token.
-    pub fn new<'a>(tokens: impl IntoIterator<Item = (u32, &'a [u8])> + Clone) -> TokenBytes {
-        let count = tokens.clone().into_iter().count();
-        let top = tokens
-            .clone()
-            .into_iter()
-            .map(|(id, _)| id as usize + 1)
-            .max()
-            .unwrap_or(0);
+    pub fn new<'a>(tokens: impl IntoIterator<Item = (u32, &'a [u8])>) -> TokenBytes {
+        let tokens: Vec<(u32, &[u8])> = tokens.into_iter().collect();
+        let top = tokens.iter().map(|&(id, _)| id as usize + 1).max().unwrap_or(0);
         // dense up to the ids a vocabulary of this size could use, with room for gaps
-        let dense = top.min(2 * count + 1024);
-        let mut spans: Vec<(usize, usize)> = vec![(0, 0); dense];
-        let mut far = FxHashMap::default();
-        let mut bytes = Vec::new();
-        for (id, token) in tokens {
-            let span = (bytes.len(), bytes.len() + token.len());
-            let slot = match spans.get_mut(id as usize) {
-                Some(slot) => slot,
-                None => far.entry(id).or_insert((0, 0)),
-            };
-            if slot.1 == slot.0 {
-                *slot = span;
-                bytes.extend_from_slice(token);
+        let mut by_id: Vec<Option<&[u8]>> = vec![None; top.min(2 * tokens.len() + 1024)];
+        let mut far_tokens = Vec::new();
+        for &(id, token) in &tokens {
+            match by_id.get_mut(id as usize) {
+                Some(slot) => {
+                    slot.get_or_insert(token);
+                }
+                None => far_tokens.push((id, token)),
             }
         }
+        let mut bytes = Vec::new();
+        let mut starts = Vec::with_capacity(by_id.len() + 1);
+        for token in &by_id {
+            starts.push(bytes.len());
+            bytes.extend_from_slice(token.unwrap_or_default());
+        }
+        starts.push(bytes.len());
+        let mut far = FxHashMap::default();
+        for (id, token) in far_tokens {
+            far.entry(id).or_insert_with(|| {
+                bytes.extend_from_slice(token);
+                (bytes.len() - token.len(), bytes.len())
+            });
+        }
         bytes.extend_from_slice(&[0; BLOCK]);
-        // spans as starts: ids in order, each token's bytes moved to follow the one before
-        let mut ordered = Vec::with_capacity(bytes.len());
-        let mut starts = Vec::with_capacity(dense + 1);
-        for &(s, e) in &spans {
-            starts.push(ordered.len());
-            ordered.extend_from_slice(&bytes[s..e]);
-        }
-        starts.push(ordered.len());
-        for span in far.values_mut() {
-            let moved = (ordered.len(), ordered.len() + span.1 - span.0);
-            ordered.extend_from_slice(&bytes[span.0..span.1]);
-            *span = moved;
-        }
-        ordered.extend_from_slice(&[0; BLOCK]);
-        TokenBytes {
-            bytes: ordered,
-            starts,
-            far,
-        }
+        TokenBytes { bytes, starts, far }
     }
 
     /// Where the bytes of token `id` are, if it has a token.

@@ -623,12 +623,9 @@ impl MergeState {
                 for (j, span) in chunk.iter().enumerate() {
                     let i = (part * per + j) as u32;
                     let w = span.weight;
-                    let seq = match long.is_empty() {
-                        true => &data[span.range()],
-                        false => match long.get(&i) {
-                            Some(l) => l.untouched().expect("no merge yet"),
-                            None => &data[span.range()],
-                        },
+                    let seq = match long.get(&i) {
+                        Some(l) => l.untouched().expect("no merge yet"),
+                        None => &data[span.range()],
                     };
                     count_pairs(seq, |p| {
                         let info = maps[shard_of(p, n_shards)].entry(p).or_default();
