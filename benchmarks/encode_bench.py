@@ -13,7 +13,8 @@ a library that starts its own threads gets one core too); "2" is two threads on 
 Rounds are interleaved: each repetition runs every encoder once at each setting, so a burst
 of load from elsewhere hits them all alike.  "flat" returns all ids in one buffer
 (superword's `return_array=True`, fastokens' `encode_batch_flat`), "lists" one Python list
-per text.  Each encoder's ids are compared with superword's before timing; the load average
+per text.  One row encodes the same text cut into documents of 100,000 characters instead of
+lines, where what each text costs apart from its pieces no longer counts.  Each encoder's ids are compared with superword's before timing; the load average
 is printed with the table, since figures from a busy machine are low and noisy.
 """
 from __future__ import annotations
@@ -36,6 +37,8 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
 
 Run = Callable[[int], Any]  # threads -> result
+
+LONG_DOCUMENT = 100_000  # characters per document in the long-document row
 
 
 def flat_lists(result: Any) -> list[list[int]]:
@@ -130,17 +133,21 @@ def main() -> None:
             fast_bpe = fast_cl = None
             print("(skipping fastokens: `pip install fastokens` to include it)", file=sys.stderr)
 
-    def flat(tok: superword.Tokenizer) -> Run:
-        return lambda th: tok.encode_batch(lines, allowed_special="none", threads=th, return_array=True)
+    # the same text cut into long documents instead of lines: the cost of each document's
+    # start and end shrinks to nothing, so this row shows the cost per piece alone
+    documents = [sample[i:i + LONG_DOCUMENT] for i in range(0, len(sample), LONG_DOCUMENT)]
+
+    def flat(tok: superword.Tokenizer, texts: list[str] = lines) -> Run:
+        return lambda th: tok.encode_batch(texts, allowed_special="none", threads=th, return_array=True)
 
     def lists(tok: superword.Tokenizer) -> Run:
         return lambda th: tok.encode_batch(lines, allowed_special="none", threads=th)
 
-    def tik(enc: Any) -> Run:
-        return lambda th: enc.encode_ordinary_batch(lines, num_threads=th)
+    def tik(enc: Any, texts: list[str] = lines) -> Run:
+        return lambda th: enc.encode_ordinary_batch(texts, num_threads=th)
 
-    def fast(enc: Any) -> Run:
-        return lambda th: enc.encode_batch_flat(lines)
+    def fast(enc: Any, texts: list[str] = lines) -> Run:
+        return lambda th: enc.encode_batch_flat(texts)
 
     # (row, {column: (run, converter to lists or None)}); superword's column comes first
     rows: list[tuple[str, dict[str, tuple[Run, Callable[[Any], Any] | None]]]] = [
@@ -155,6 +162,10 @@ def main() -> None:
             "superword": (flat(cl100k), flat_lists),
             **({"fastokens": (fast(fast_cl), flat_lists)} if fast_cl else {}),
             "tiktoken": (tik(tik_cl), None)}),
+        (f"cl100k, flat, {LONG_DOCUMENT:,}-character documents", {
+            "superword": (flat(cl100k, documents), flat_lists),
+            **({"fastokens": (fast(fast_cl, documents), flat_lists)} if fast_cl else {}),
+            "tiktoken": (tik(tik_cl, documents), None)}),
         ("32K BPE word model (script-aware), flat", {"superword": (flat(word), flat_lists)}),
         ("32K BoundlessBPE, flat", {"superword": (flat(boundless), flat_lists)}),
     ]
