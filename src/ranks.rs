@@ -124,7 +124,16 @@ pub struct RankEncoder {
 impl RankEncoder {
     pub fn new(model: RankModel) -> Result<RankEncoder> {
         let matcher = Matcher::new(&model.pattern, "pattern")?;
-        let lookup = ByteMap::new(model.ranks.iter().map(|(t, &r)| (t.as_slice(), r)))?;
+        // Tokens go in by rank: a lower rank is a merge learnt earlier, from a more frequent
+        // pair, so the tokens that most pretokens are take their home slots and later ones
+        // the slots after them.  In hash-map order, a quarter of cl100k's look-ups on English
+        // text went past the home slot, a branch the predictor could not call: by rank,
+        // callgrind's branch simulation counts 0.44 mispredicted branches per pretoken
+        // instead of 0.78 (matcher and shortcut alone, 866,000 pieces).  (Our own models'
+        // shortcut goes in by id, which is the same order.)
+        let mut by_rank: Vec<(&[u8], u32)> = model.ranks.iter().map(|(t, &r)| (t.as_slice(), r)).collect();
+        by_rank.sort_unstable_by_key(|&(_, r)| r);
+        let lookup = ByteMap::new(by_rank)?;
         let decoder = TokenBytes::new(model.vocab.iter().map(|(&i, t)| (i, t.as_slice())));
         Ok(RankEncoder {
             model,
