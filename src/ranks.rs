@@ -222,18 +222,29 @@ impl RankEncoder {
     /// The pieces of `text` go through in blocks, each piece's slot prefetched first (see
     /// `Encoder::encode_pieces`).
     ///
-    /// Where the time goes (cl100k, 4 MB of Gutenberg cut into 100,000-character texts, one
-    /// pinned core, a throw-away example binary timing each stage alone; 866,000 pieces of
-    /// 4.6 bytes, 93 % of them tokens): the matcher alone 3.8 ns a piece, with the prefetched
-    /// shortcut 14-16 ns, the whole encoding 19-23 ns.  fastokens spends about 13 ns a piece
-    /// on the same texts (346 against our 216 MB/s); on texts of a line each (~300
-    /// characters) what each text costs apart from its pieces narrows the gap (0.8-1.0x, see
-    /// README).  The shortcut's ~10 ns is work, not waiting for memory: a table of only the
-    /// 15,079 tokens that occur (512 KB instead of 4 MB) took as long; its pages are huge
-    /// pages already (mimalloc); a hash with one multiplication less made no difference
-    /// within noise; and a first look-up in a table of the 2,048 to 32,768 lowest ranks
-    /// (61-87 % of the pieces) made the look-ups slower, 25-30 against 18 ns without
-    /// prefetching.
+    /// Where the time goes (round 9; cl100k, 4 MB of Gutenberg cut into 100,000-character
+    /// texts, one pinned core; 866,000 pieces of 4.6 bytes, 93 % of them tokens).  A
+    /// throw-away example binary timed each stage alone: the matcher 3.8 ns a piece, with the
+    /// prefetched shortcut 14-16 ns, the whole encoding 19-23 ns; fastokens spends about 13 ns
+    /// a piece on the same texts (346 against our 216 MB/s then).  On texts of a line each
+    /// (~300 characters) what each text costs apart from its pieces narrows the gap.
+    /// * The shortcut was not waiting for memory: a table of only the 15,079 tokens that
+    ///   occur (512 KB instead of 4 MB) took as long, and its pages are huge pages already.
+    /// * It was mispredicted branches.  callgrind with its branch simulation, a warm encoding
+    ///   of 2 MB: 171 instructions a piece for us against fastokens' 153, about the same, but
+    ///   0.90 mispredicted conditional branches a piece against 0.21, half of ours in the
+    ///   shortcut's search (whether a token sat in its home slot).  The tokens now go in by
+    ///   rank (`RankEncoder::new`): 0.54 a piece, and lines of cl100k 8-15 % faster.
+    /// * What is left, by `perf` (the same texts): the matcher with the shortcut's hashing
+    ///   29 %, the shortcut's search 21 %, and the per-thread cache's `ByteMap::get` for
+    ///   the 7 % of pieces that are not tokens 16 %, nearly all of it waiting for the
+    ///   slot's cache line (a table of 1 to 4 MB: 32,768 to 131,072 entries encode alike).
+    ///   Prefetching those slots a block ahead was slower (see `Prefetched`).  fastokens
+    ///   keeps one table per thread that holds both the tokens and the pieces it has
+    ///   merged, so every piece's slot is prefetched the same way: the next lever here.
+    /// * Dropped: a hash with one multiplication less (no difference), a first look-up in a
+    ///   table of the 2,048 to 32,768 lowest ranks (61-87 % of the pieces; 25-30 against 18 ns
+    ///   a piece without prefetching).
     fn encode_into(&self, text: &str, out: &mut Vec<u32>) -> Result<()> {
         self.cache.with(|mut table| {
             let mut error = None;
