@@ -149,6 +149,22 @@ def test_special_token_policies_follow_registration(backend):
     assert len(tok._policies) <= 64
 
 
+def test_refused_specials_are_found_by_any_of_their_first_characters():
+    """encode and encode_batch look for refused special tokens only in texts that hold one of
+    their first characters: every other text is encoded, every text with one raises."""
+    tok = superword.train(["the cat sat on the mat [x] <a>"] * 10, 280)
+    tok.register_special_tokens(["<|end|>", "[SEP]", "§"])
+    for clean in ["a < b [but] not x", "no first characters", "<|end|", "[SE P]", ""]:
+        assert tok.encode(clean) == tok.encode(clean, allowed_special="none")
+        assert tok.encode_batch([clean, "x"]) == [tok.encode(clean), tok.encode("x")]
+    for special in ["<|end|>", "[SEP]", "§"]:
+        text = f"the [cat] <sat> {special} on"
+        with pytest.raises(ValueError, match=re.escape(f"contains the special token {special!r}")):
+            tok.encode(text)
+        with pytest.raises(ValueError, match="text 1 contains the special token"):
+            tok.encode_batch(["fine", text])
+
+
 @pytest.mark.parametrize("backend", ["reference", "rust"])
 def test_encoding_bad_input(tmp_path, backend):
     tok = superword.train(["the cat sat on the mat"] * 10, 280, backend=backend)

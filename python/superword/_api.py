@@ -425,6 +425,17 @@ def _disallowed(disallowed_special: object, special: dict[str, int]) -> Abstract
 
 #: argument types of `Tokenizer._allowed` whose values cannot change, so can be keys
 _FIXED = (str, type(None), frozenset, tuple)
+
+
+class _Refused(list[str]):
+    """The special tokens that must not occur, longest first, with their first characters
+    (``None`` if one of them is empty, which every text holds)."""
+
+    def __init__(self, tokens: list[str]):
+        super().__init__(tokens)
+        self.first = "".join(sorted({t[0] for t in tokens})) if all(tokens) else None
+
+
 #: the most policies a tokenizer keeps (see `Tokenizer._policies`)
 _MOST_POLICIES = 64
 
@@ -442,7 +453,7 @@ class Tokenizer:
         # (allowed_special, disallowed_special) -> what `_allowed` makes of them; emptied
         # when special tokens are registered (working it out anew took two thirds of a
         # short text's `encode`)
-        self._policies: dict[tuple[object, object], tuple[list[str], list[str]]] = {}
+        self._policies: dict[tuple[object, object], tuple[list[str], _Refused]] = {}
         #: how the model was made (see :mod:`superword._provenance`): set by :func:`train`,
         #: read by :meth:`load` from the sidecar ``MODEL.json``; ``None`` when unknown
         self.provenance: dict[str, Any] | None = None
@@ -786,7 +797,11 @@ class Tokenizer:
             pass
         allowed, checks = policy or self._kept_policy(allowed_special, disallowed_special)
         if checks:
-            self._refuse_specials((text,), checks)
+            # (the gate of `_refuse_specials`, inlined: its call was half of a short text's check)
+            for c in checks.first or ("",):  # ("" is in every text: check them all)
+                if c in text:
+                    self._refuse_specials((text,), checks)
+                    break
         try:
             # (no special token to recognise is `encode_ordinary`, without converting the list)
             return self._impl.encode(text, allowed) if allowed else self._impl.encode_ordinary(text)
@@ -871,7 +886,7 @@ class Tokenizer:
         return allowed
 
     def _kept_policy(self, allowed_special: object,
-                     disallowed_special: object) -> tuple[list[str], list[str]]:
+                     disallowed_special: object) -> tuple[list[str], _Refused]:
         """`_policy`, kept in `_policies` when its arguments are values that cannot change
         (a `set` or a list is worked out every time)."""
         policies = self._policies  # (taken before the tokens are read: see register_special_tokens)
@@ -884,9 +899,17 @@ class Tokenizer:
         return policy
 
     @staticmethod
-    def _refuse_specials(texts: Sequence[str], checks: list[str]) -> None:
+    def _refuse_specials(texts: Sequence[str], checks: _Refused) -> None:
         """Raise if one of ``texts`` holds one of the special tokens ``checks``."""
         for n, text in enumerate(texts):
+            # a text without any of their first characters holds none of them (cl100k's five
+            # all start with "<": one scan instead of five, 0.8 -> 0.2 us for a short text)
+            if checks.first is not None:
+                for c in checks.first:
+                    if c in text:
+                        break
+                else:
+                    continue
             for s in checks:
                 if s in text:
                     where = f"text {n}" if len(texts) > 1 else "text"
@@ -896,7 +919,7 @@ class Tokenizer:
                         f"token, or 'none' (disallowed_special=()) to encode it as text")
 
     def _policy(self, allowed_special: object,
-                disallowed_special: object) -> tuple[list[str], list[str]]:
+                disallowed_special: object) -> tuple[list[str], _Refused]:
         """The special tokens to recognise, sorted, and those that must not occur, longest
         first (so that a token that contains another is the one named)."""
         special = self._impl.special_tokens
@@ -923,7 +946,7 @@ class Tokenizer:
             raising = _disallowed(disallowed_special, special)
         # sorted once per call (sorted per text, the empty list of allowed_special="none" took a
         # quarter of a large flat encode_batch), and kept per policy (see `_policies`)
-        return sorted(allowed), sorted(raising - allowed, key=len, reverse=True)
+        return sorted(allowed), _Refused(sorted(raising - allowed, key=len, reverse=True))
 
     def encode_with_tokens(self, text: str) -> list[tuple[int, bytes]]:
         """``(id, token bytes)`` for each token of ``text`` (no special tokens): how the
