@@ -89,9 +89,29 @@ struct Entry {
 /// A max-heap of `(count, pair)` whose order is the SPEC tie-break: higher count first, then
 /// smaller (left bytes, right bytes).  Written by hand because the order needs the token
 /// table; prefix keys settle almost every comparison without touching the bytes.
-#[derive(Default)]
+///
+/// Entries counted at most [`HELD_BACK`] times are held back in a plain list until the
+/// caller finds nothing better in the heap ([`Self::release`]); a training that stops above
+/// that count never orders them.  (Round 9: most entries pushed in a merge loop are pairs
+/// made once, which only deepened the heap every other pop and lowering goes through.)
 pub struct PairHeap {
     items: Vec<Entry>,
+    held: Vec<(u64, Pair)>,
+    /// entries counted this often or less go to `held`; 0 once released
+    held_max: u64,
+}
+
+/// See [`PairHeap`].
+const HELD_BACK: u64 = 1;
+
+impl Default for PairHeap {
+    fn default() -> PairHeap {
+        PairHeap {
+            items: Vec::new(),
+            held: Vec::new(),
+            held_max: HELD_BACK,
+        }
+    }
 }
 
 impl PairHeap {
@@ -127,13 +147,43 @@ impl PairHeap {
 
     /// Build a heap from unordered items in linear time.
     pub fn from_vec(vocab: &Vocab, items: Vec<(u64, Pair)>) -> PairHeap {
-        let mut heap = PairHeap {
-            items: items.into_iter().map(|(c, p)| Self::entry(vocab, c, p)).collect(),
-        };
-        for i in (0..heap.items.len() / 2).rev() {
-            heap.sift_down(vocab, i);
-        }
+        let mut heap = PairHeap::default();
+        let (held, items): (Vec<_>, Vec<_>) = items.into_iter().partition(|&(c, _)| c <= heap.held_max);
+        heap.held = held;
+        heap.items = items.into_iter().map(|(c, p)| Self::entry(vocab, c, p)).collect();
+        heap.heapify(vocab);
         heap
+    }
+
+    fn heapify(&mut self, vocab: &Vocab) {
+        for i in (0..self.items.len() / 2).rev() {
+            self.sift_down(vocab, i);
+        }
+    }
+
+    /// Are entries held back that might beat a top counted `count` times (or an empty heap,
+    /// `None`)?  Then they join the heap, and nothing is held back from now on.
+    pub fn release(&mut self, vocab: &Vocab, count: Option<u64>) -> bool {
+        if self.held_max == 0 || count.is_some_and(|c| c > self.held_max) {
+            return false;
+        }
+        self.held_max = 0;
+        if self.held.is_empty() {
+            return false;
+        }
+        let held = std::mem::take(&mut self.held);
+        self.items
+            .extend(held.into_iter().map(|(c, p)| Self::entry(vocab, c, p)));
+        self.heapify(vocab);
+        true
+    }
+
+    /// Every entry, held back or not.
+    fn all(&self) -> impl Iterator<Item = (u64, Pair)> + '_ {
+        self.items
+            .iter()
+            .map(|e| (e.count, e.pair))
+            .chain(self.held.iter().copied())
     }
 
     /// Move the entry at `i` down to its place.  The hole left by the entry goes down along
@@ -172,6 +222,10 @@ impl PairHeap {
     }
 
     pub fn push(&mut self, vocab: &Vocab, (count, pair): (u64, Pair)) {
+        if count <= self.held_max {
+            self.held.push((count, pair));
+            return;
+        }
         self.items.push(Self::entry(vocab, count, pair));
         let mut i = self.items.len() - 1;
         while i > 0 {
@@ -191,6 +245,11 @@ impl PairHeap {
     /// Lower the count of the top entry to `count` and move it down to its place: a pop and
     /// a push in one sift.
     pub fn lower_top(&mut self, vocab: &Vocab, count: u64) {
+        if count <= self.held_max {
+            let (_, pair) = self.pop(vocab).expect("a top entry");
+            self.held.push((count, pair));
+            return;
+        }
         let top = &mut self.items[0];
         debug_assert!(count <= top.count, "the top entry's count can only go down");
         top.count = count;
@@ -208,11 +267,11 @@ impl PairHeap {
     }
 
     pub fn len(&self) -> usize {
-        self.items.len()
+        self.items.len() + self.held.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.items.is_empty()
+        self.len() == 0
     }
 }
 
@@ -722,13 +781,7 @@ impl MergeState {
     /// mostly the kernel zeroing the new tables' pages.)
     pub fn with_floor(mut self, floor: u64, vocab: &Vocab) -> MergeState {
         self.floor = floor;
-        let kept: Vec<(u64, Pair)> = self
-            .heap
-            .items
-            .iter()
-            .filter(|e| e.count > floor)
-            .map(|e| (e.count, e.pair))
-            .collect();
+        let kept: Vec<(u64, Pair)> = self.heap.all().filter(|&(c, _)| c > floor).collect();
         self.heap = PairHeap::from_vec(vocab, kept);
         if floor > 0 {
             for shard in &mut self.shards {
@@ -969,9 +1022,21 @@ impl MergeState {
 
     /// The pair to merge next and its count, or `None` when no pair is left.
     pub fn best(&mut self, vocab: &Vocab) -> Option<(Pair, u64)> {
-        while let Some((count, pair)) = self.heap.peek() {
+        loop {
+            let Some((count, pair)) = self.heap.peek() else {
+                if self.heap.release(vocab, None) {
+                    continue;
+                }
+                return None;
+            };
             match self.info(&pair).map(|info| info.count) {
-                Some(live) if live == count => return Some((pair, count)),
+                Some(live) if live == count => {
+                    // (entries held back count no more than they may beat)
+                    if self.heap.release(vocab, Some(count)) {
+                        continue;
+                    }
+                    return Some((pair, count));
+                }
                 Some(live) if live > self.floor => {
                     // the count went down since this entry was pushed: the entry takes the
                     // live count (lower than it had, so it moves down)
@@ -983,7 +1048,6 @@ impl MergeState {
                 }
             }
         }
-        None
     }
 
     /// Apply `pair` (its result has id `merged`) everywhere; see [`rewrite_group`].  Returns
