@@ -299,8 +299,9 @@ pub struct MergeState {
     relocated: bool,
     /// the changes of the current merge, kept empty between merges: most merges touch a few
     /// sequences, and allocating and growing these afresh each time was a tenth of a small
-    /// training's merge loop
-    changes: GroupChanges,
+    /// training's merge loop.  (Boxed: moving the whole struct out and back was two calls
+    /// to `memcpy` per merge.)
+    changes: Option<Box<GroupChanges>>,
     /// pairs counted at most this often get no heap entry, and may have no table entry (see
     /// [`Self::with_floor`])
     floor: u64,
@@ -751,7 +752,7 @@ impl MergeState {
             long,
             tokens: None,
             relocated: false,
-            changes: GroupChanges::default(),
+            changes: None,
             floor: 0,
             present: Vec::new(),
             #[cfg(test)]
@@ -1074,7 +1075,8 @@ impl MergeState {
             }
         }
         // the pair's count stays until its delta takes it to zero
-        let mut indices: Vec<u32> = std::mem::take(&mut self.info_mut(pair).seqs).into_vec();
+        // (kept as the small vector it is: a vector made of it was an allocation per merge)
+        let mut indices = std::mem::take(&mut self.info_mut(pair).seqs);
         indices.sort_unstable();
         indices.dedup();
         // long sequences first, through their position index.  (Only when there are any:
@@ -1084,7 +1086,8 @@ impl MergeState {
         if !self.long.is_empty() {
             let out = long_changes.insert(GroupChanges::default());
             let (mut delta, mut made) = (FxHashMap::default(), Vec::new());
-            indices.retain(|&index| {
+            indices.retain(|index| {
+                let index = *index;
                 let Some(seq) = self.long.get_mut(&index) else {
                     return true;
                 };
@@ -1113,13 +1116,13 @@ impl MergeState {
         } else {
             1
         };
-        let mut changes = std::mem::take(&mut self.changes);
+        let mut changes = self.changes.take().unwrap_or_default();
         if groups <= 1 {
             rewrite_group(
                 &mut self.data,
                 0,
                 &self.seqs,
-                &indices,
+                &indices[..],
                 pair,
                 merged,
                 &mut changes,
@@ -1177,7 +1180,7 @@ impl MergeState {
         }
         self.apply_changes(&mut changes, vocab);
         changes.reset();
-        self.changes = changes;
+        self.changes = Some(changes);
         became_single
     }
 
