@@ -19,7 +19,7 @@ use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 
 use super::long::{LongSequence, LONG_SEQUENCE};
-use crate::tokens::{Pair, TokenId, Vocab};
+use crate::tokens::{Pair, TokenId, Vocab, BASE_VOCAB};
 
 /// A merge as training records it, in token ids.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -689,12 +689,26 @@ impl MergeState {
         // 131,072 for BoundlessBPE's 1.6 M and 2.6 M segments.)
         let n_shards = rayon::current_num_threads().max(1);
         let per = spans.len().div_ceil(n_shards).max(1);
+        // Pairs of two bytes (phase 1) are counted in a list found through a table indexed by
+        // the pair, then put in the hash tables once each, in the order first seen as before.
+        // (Round 9: a look-up in the hash table per pair occurrence was most of a small
+        // training's set-up.)
+        let bytes_only = data
+            .iter()
+            .chain(long.values().flat_map(|l| l.untouched().expect("no merge yet")))
+            .all(|&t| (t as usize) < BASE_VOCAB);
         let parts: Vec<Vec<FxHashMap<Pair, PairInfo>>> = spans
             .par_chunks(per)
             .enumerate()
             .map(|(part, chunk)| {
                 let mut maps: Vec<FxHashMap<Pair, PairInfo>> =
                     (0..n_shards).map(|_| FxHashMap::default()).collect();
+                let mut slot_of: Vec<u32> = if bytes_only {
+                    vec![u32::MAX; BASE_VOCAB * BASE_VOCAB]
+                } else {
+                    Vec::new()
+                };
+                let mut found: Vec<(Pair, PairInfo)> = Vec::new();
                 for (j, span) in chunk.iter().enumerate() {
                     let i = (part * per + j) as u32;
                     let w = span.weight;
@@ -702,11 +716,27 @@ impl MergeState {
                         Some(l) => l.untouched().expect("no merge yet"),
                         None => &data[span.range()],
                     };
-                    count_pairs(seq, |p| {
-                        let info = maps[shard_of(p, n_shards)].entry(p).or_default();
-                        info.count += w;
-                        info.note(i);
-                    });
+                    if bytes_only {
+                        count_pairs(seq, |p| {
+                            let slot = &mut slot_of[p.0 as usize * BASE_VOCAB + p.1 as usize];
+                            if *slot == u32::MAX {
+                                *slot = found.len() as u32;
+                                found.push((p, PairInfo::default()));
+                            }
+                            let info = &mut found[*slot as usize].1;
+                            info.count += w;
+                            info.note(i);
+                        });
+                    } else {
+                        count_pairs(seq, |p| {
+                            let info = maps[shard_of(p, n_shards)].entry(p).or_default();
+                            info.count += w;
+                            info.note(i);
+                        });
+                    }
+                }
+                for (p, info) in found {
+                    maps[shard_of(p, n_shards)].insert(p, info);
                 }
                 maps
             })

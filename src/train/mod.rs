@@ -210,10 +210,12 @@
 //! left (`PairHeap::release`: they deepened the heap every pop and lowering goes through),
 //! -> 170.0 M; the merge's sequence list sorted in its small vector (a vector made of it was
 //! an allocation per merge) and the merge's changes boxed (moving them out and back was two
-//! `memcpy` calls), -> 166.5 M.  BoundlessBPE's and SuperBPE's models take the word
+//! `memcpy` calls), -> 166.5 M; the set-up's pairs of two bytes counted in a list found
+//! through a table indexed by the pair, each put in the hash table once, instead of a hash
+//! look-up per occurrence, -> 156.7 M.  BoundlessBPE's and SuperBPE's models take the word
 //! model's merges instead of cloning them (BoundlessBPE's model 7.5 -> 4.4 M, and no 1.5 M
-//! drop).  In all: BPE 196.4 -> 174.3 M, BoundlessBPE 272.0 -> 242.5 M, SuperBPE 272.9 ->
-//! 246.1 M (-11%, -11%, -10%).  Tried and dropped (totals of stages 2-4 for BPE, the
+//! drop).  In all, before the set-up's change: BPE 196.4 -> 174.3 M, BoundlessBPE 272.0 ->
+//! 242.5 M, SuperBPE 272.9 -> 246.1 M; with it, BPE 164.5 M (-16%).  Tried and dropped (totals of stages 2-4 for BPE, the
 //! same three trainings): applying the losses of pairs without the merged token straight to
 //! the pair table, added up per word in a short list, instead of through the merge's table
 //! (one look-up per change instead of two): 185.6 -> 188.0 M, the list's bookkeeping cost
@@ -223,7 +225,7 @@
 //! byte by byte instead of with `copy_from_slice` (a `memcpy` call each): -0.3 M, not worth
 //! a change; skipping the look-up in the (empty) table of long sequences per word of the
 //! set-up: -0.05 M.  What is left: the look-ups in the merge's table of changes and in the
-//! pair table (~30% of phase 1 with hashing), the heap (~12%), the set-up (~9%), and
+//! pair table (~30% of phase 1 with hashing), the heap (~12%), and
 //! `Vocab::add` (`tokens.rs`, 4%).  SuperBPE at 5,000 cuts its candidates twice: the first
 //! cut at four times the last merge's count (2) misses, as the 200th supermerge counts 6,
 //! and each cut costs ~7.5 M instructions of its ~82 M per training after counting.
