@@ -302,6 +302,8 @@ pub struct MergeState {
     /// training's merge loop.  (Boxed: moving the whole struct out and back was two calls
     /// to `memcpy` per merge.)
     changes: Option<Box<GroupChanges>>,
+    /// the bytes of the token a merge makes (see [`Self::merge_pair`])
+    bytes: Vec<u8>,
     /// pairs counted at most this often get no heap entry, and may have no table entry (see
     /// [`Self::with_floor`])
     floor: u64,
@@ -783,6 +785,7 @@ impl MergeState {
             tokens: None,
             relocated: false,
             changes: None,
+            bytes: Vec::new(),
             floor: 0,
             present: Vec::new(),
             #[cfg(test)]
@@ -1218,8 +1221,13 @@ impl MergeState {
     /// token (added to `vocab` unless its bytes are there already, SPEC 2.6), is applied
     /// everywhere, and is recorded.  Returns the record and the new token's id.
     pub fn merge_pair(&mut self, vocab: &mut Vocab, pair: Pair, count: u64) -> (TrainMerge, TokenId) {
-        let merged: Vec<u8> = [vocab.bytes(pair.0), vocab.bytes(pair.1)].concat();
+        // (in a buffer kept for it: a new vector per merge was an allocation and a growth)
+        let mut merged = std::mem::take(&mut self.bytes);
+        merged.clear();
+        merged.extend_from_slice(vocab.bytes(pair.0));
+        merged.extend_from_slice(vocab.bytes(pair.1));
         let (id, _) = vocab.add(&merged);
+        self.bytes = merged;
         let flag = self.merge(pair, id, vocab);
         (TrainMerge { pair, count, flag }, id)
     }

@@ -212,10 +212,11 @@
 //! an allocation per merge) and the merge's changes boxed (moving them out and back was two
 //! `memcpy` calls), -> 166.5 M; the set-up's pairs of two bytes counted in a list found
 //! through a table indexed by the pair, each put in the hash table once, instead of a hash
-//! look-up per occurrence, -> 156.7 M.  BoundlessBPE's and SuperBPE's models take the word
+//! look-up per occurrence, -> 156.7 M; the merged token's bytes made in a buffer kept for
+//! them, -> 154.1 M.  BoundlessBPE's and SuperBPE's models take the word
 //! model's merges instead of cloning them (BoundlessBPE's model 7.5 -> 4.4 M, and no 1.5 M
-//! drop).  In all: BPE 196.4 -> 164.5 M, BoundlessBPE 272.0 -> 233.3 M, SuperBPE 272.9 ->
-//! 234.8 M (-16%, -14%, -14%).  Tried and dropped (totals of stages 2-4 for BPE, the
+//! drop).  In all (before the last change): BPE 196.4 -> 164.5 M, BoundlessBPE 272.0 ->
+//! 233.3 M, SuperBPE 272.9 -> 234.8 M (-16%, -14%, -14%); BPE 161.9 M after it.  Tried and dropped (totals of stages 2-4 for BPE, the
 //! same three trainings): applying the losses of pairs without the merged token straight to
 //! the pair table, added up per word in a short list, instead of through the merge's table
 //! (one look-up per change instead of two): 185.6 -> 188.0 M, the list's bookkeeping cost
