@@ -13,8 +13,9 @@ GPT-2 one ("bytelevel").  Repeats are interleaved: each round runs every configu
 so that a busy minute on a shared machine slows them all alike.  Prints Markdown tables of
 median wall times, user CPU seconds, superword's time per stage, and peak RSS, then the
 load average; and, on `taylorswift.txt` at vocab 5,000, each model's time in the Rust core
-next to the pure-Python reference (medians on both sides; `--only-small` runs just that).  HF tokenizers, rustbpe and gigabpe are optional
-(`pip install tokenizers rustbpe gigabpe`); missing ones are skipped with a note.
+next to the pure-Python reference (medians on both sides; `--only-small` runs just that).
+HF tokenizers, rustbpe and gigabpe are optional (`pip install tokenizers rustbpe gigabpe`);
+missing ones are skipped with a note.
 
 `--build LABEL=DIR` (repeatable) runs superword's configurations once per build, with DIR
 put first on PYTHONPATH (a folder holding a `superword` package with its compiled core):
