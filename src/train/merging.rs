@@ -693,7 +693,7 @@ impl MergeState {
         let per = spans.len().div_ceil(n_shards).max(1);
         // Pairs of two bytes (phase 1) are counted in a list found through a table indexed by
         // the pair, then put in the hash tables once each, in the order first seen as before.
-        // (Round 9: a look-up in the hash table per pair occurrence was most of a small
+        // (Round 9: a look-up in the hash table per pair occurrence was half of a small
         // training's set-up.)
         let bytes_only = data
             .iter()
