@@ -1014,6 +1014,18 @@ impl MergeState {
             // (a pair left out of the table is counted at most `floor` times, and this
             // merge made all of its occurrences if it gains any: see `with_floor`)
             let floor = i64::try_from(self.floor).unwrap_or(i64::MAX);
+            if c.delta > floor {
+                // (it may be new: one look-up for finding or inserting it, not two)
+                let info = match shard.entry(p) {
+                    std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
+                    std::collections::hash_map::Entry::Vacant(v) => v.insert(PairInfo::default()),
+                };
+                info.count += c.delta as u64;
+                note_all(info, c.first);
+                let live = info.count;
+                self.heap.push(vocab, (live, p));
+                continue;
+            }
             let live = match shard.get_mut(&p) {
                 Some(info) => {
                     let live = info.count as i64 + c.delta;
