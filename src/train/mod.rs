@@ -216,8 +216,8 @@
 //! them, -> 154.1 M; a pair that gains found or inserted with one look-up in the pair table
 //! (it was looked up, then inserted), -> 152.2 M.  BoundlessBPE's and SuperBPE's models take the word
 //! model's merges instead of cloning them (BoundlessBPE's model 7.5 -> 4.4 M, and no 1.5 M
-//! drop).  In all: BPE 196.4 -> 161.9 M, BoundlessBPE 272.0 -> 230.5 M, SuperBPE 272.9 ->
-//! 232.4 M (-18%, -15%, -15%).  Tried and dropped (totals of stages 2-4 for BPE, the
+//! drop).  In all: BPE 196.4 -> 160.1 M, BoundlessBPE 272.0 -> 228.6 M, SuperBPE 272.9 ->
+//! 230.3 M (-18%, -16%, -16%).  Tried and dropped (totals of stages 2-4 for BPE, the
 //! same three trainings): applying the losses of pairs without the merged token straight to
 //! the pair table, added up per word in a short list, instead of through the merge's table
 //! (one look-up per change instead of two): 185.6 -> 188.0 M, the list's bookkeeping cost
