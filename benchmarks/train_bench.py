@@ -13,8 +13,9 @@ GPT-2 one ("bytelevel").  Repeats are interleaved: each round runs every configu
 so that a busy minute on a shared machine slows them all alike.  Prints Markdown tables of
 median wall times, user CPU seconds, superword's time per stage, and peak RSS, then the
 load average; and, on `taylorswift.txt` at vocab 5,000, each model's time in the Rust core
-next to the pure-Python reference.  HF tokenizers, rustbpe and gigabpe are optional
-(`pip install tokenizers rustbpe gigabpe`); missing ones are skipped with a note.
+next to the pure-Python reference (medians on both sides; `--only-small` runs just that).
+HF tokenizers, rustbpe and gigabpe are optional (`pip install tokenizers rustbpe gigabpe`);
+missing ones are skipped with a note.
 
 `--build LABEL=DIR` (repeatable) runs superword's configurations once per build, with DIR
 put first on PYTHONPATH (a folder holding a `superword` package with its compiled core):
@@ -36,8 +37,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
 
+# Timed runs of one small training (taylorswift.txt): the reference's, and the Rust core's after
+# one untimed warm-up run; each side's median is reported.
+SMALL_REFERENCE_RUNS = 3
+SMALL_RUST_RUNS = 10
+
 # Each runner prints one JSON line: {"seconds": ..., "stats": {...}, "rss_mb": ..., "user": ...}
-RUNNER = r'''
+RUNNER_HEAD = f"SMALL_REFERENCE_RUNS, SMALL_RUST_RUNS = {SMALL_REFERENCE_RUNS}, {SMALL_RUST_RUNS}\n"
+RUNNER = RUNNER_HEAD + r'''
 import json, os, resource, sys, time
 kind, path, vocab, threads = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 stats = {}
@@ -51,18 +58,19 @@ if kind.startswith("superword"):
     stats = tok.training_stats
     stats["supermerges"] = tok.num_supermerges
 elif kind.startswith("small:"):
-    # one model on a small corpus: the reference once, the Rust core's median of 10 runs
-    # after one to warm up
+    # one model on a small corpus: the reference's median of 3 runs, the Rust core's median
+    # of 10 runs after one to warm up (a single run of the reference moved by up to 2x)
     import statistics, superword
     backend, algorithm = kind.split(":")[1:]
     extra = {"supermerges": 200} if algorithm == "superbpe" else {}
     docs = open(path, encoding="utf-8").read().split("\n")
     times = []
-    for repeat in range(1 if backend == "reference" else 11):
+    timed = SMALL_REFERENCE_RUNS if backend == "reference" else SMALL_RUST_RUNS
+    for repeat in range(timed if backend == "reference" else timed + 1):
         start = time.perf_counter()
         superword.train(docs, vocab, algorithm, backend=backend, threads=threads, **extra)
         times.append(time.perf_counter() - start)
-    seconds = statistics.median(times[-10:])
+    seconds = statistics.median(times[-timed:])
 elif kind == "hf":
     from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
     from superword.reference.pretokenize import GPT4O
@@ -132,6 +140,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--skip-others", action="store_true", help="only superword")
     ap.add_argument("--skip-small", action="store_true", help="no taylorswift.txt comparison")
+    ap.add_argument("--only-small", action="store_true", help="only the taylorswift.txt comparison")
     ap.add_argument("--build", action="append", default=[], metavar="LABEL=DIR",
                     help="run superword from DIR (first on PYTHONPATH); repeatable")
     args = ap.parse_args()
@@ -140,52 +149,55 @@ def main() -> None:
 
     tmp = Path(tempfile.mkdtemp(prefix="superword-bench-"))
     try:
-        corpus = args.corpus
-        if corpus.suffix == ".gz":
-            plain = tmp / corpus.name[:-3]
-            with gzip.open(corpus, "rb") as f, open(plain, "wb") as g:
-                shutil.copyfileobj(f, g)
-            corpus = plain
-        size = corpus.stat().st_size / 1e6
-        print(f"corpus: {args.corpus.name} ({size:.0f} MB on disk), {args.threads} threads, "
-              f"median of {args.repeat}, load average at start {load()}\n")
-        # (kind, threads, build label, PYTHONPATH)
-        configs: list[tuple[str, int, str, str | None]] = []
-        for label, pythonpath in builds:
-            for kind, threads in [("superword:bpe", 1), ("superword:bpe", args.threads),
-                                  ("superword:boundless", args.threads),
-                                  ("superword:superbpe", args.threads)]:
-                configs.append((kind, threads, label, pythonpath))
-        if not args.skip_others:
-            for kind, module in (("hf", "tokenizers"), ("rustbpe", "rustbpe"), ("gigabpe", "gigabpe")):
-                if available(module):
-                    configs.append((kind, args.threads, "", None))
-                else:
-                    print(f"(skipping {kind}: `pip install {module}` to include it)")
-        names = {"hf": "HF tokenizers BPE", "rustbpe": "rustbpe BPE", "gigabpe": "gigabpe BPE (GPT-2 pattern)"}
-        print("| trainer | threads | vocab | wall s | user s | pretokenize+count s | phase 1 s | candidates s "
-              "| phase 2 s | supermerges | peak RSS MB |")
-        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-        for vocab in args.vocab:
-            runs: dict[int, list[dict]] = {i: [] for i in range(len(configs))}
-            for _ in range(args.repeat):
-                for i, (kind, threads, _, pythonpath) in enumerate(configs):
-                    runs[i].append(run(kind, corpus, vocab, threads, pythonpath))
-            for i, (kind, threads, label, _) in enumerate(configs):
-                seconds, user, s, rss = summary(runs[i])
-                cell = lambda k: f"{s[k]:.2f}" if k in s else ""
-                name = names.get(kind, "superword " + kind.split(":")[-1])
-                if label:
-                    name += f" ({label})"
-                print(f"| {name} | {threads} | {vocab:,} | {seconds:.2f} | {user:.2f} | "
-                      f"{cell('pretokenize_count')} | {cell('phase1')} | {cell('candidates')} | "
-                      f"{cell('phase2')} | {s.get('supermerges', '')} | {rss:.0f} |", flush=True)
-        print(f"\nload average at the end: {load()}")
+        if not args.only_small:
+            corpus = args.corpus
+            if corpus.suffix == ".gz":
+                plain = tmp / corpus.name[:-3]
+                with gzip.open(corpus, "rb") as f, open(plain, "wb") as g:
+                    shutil.copyfileobj(f, g)
+                corpus = plain
+            size = corpus.stat().st_size / 1e6
+            print(f"corpus: {args.corpus.name} ({size:.0f} MB on disk), {args.threads} threads, "
+                  f"median of {args.repeat}, load average at start {load()}\n")
+            # (kind, threads, build label, PYTHONPATH)
+            configs: list[tuple[str, int, str, str | None]] = []
+            for label, pythonpath in builds:
+                for kind, threads in [("superword:bpe", 1), ("superword:bpe", args.threads),
+                                      ("superword:boundless", args.threads),
+                                      ("superword:superbpe", args.threads)]:
+                    configs.append((kind, threads, label, pythonpath))
+            if not args.skip_others:
+                for kind, module in (("hf", "tokenizers"), ("rustbpe", "rustbpe"), ("gigabpe", "gigabpe")):
+                    if available(module):
+                        configs.append((kind, args.threads, "", None))
+                    else:
+                        print(f"(skipping {kind}: `pip install {module}` to include it)")
+            names = {"hf": "HF tokenizers BPE", "rustbpe": "rustbpe BPE", "gigabpe": "gigabpe BPE (GPT-2 pattern)"}
+            print("| trainer | threads | vocab | wall s | user s | pretokenize+count s | phase 1 s | candidates s "
+                  "| phase 2 s | supermerges | peak RSS MB |")
+            print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+            for vocab in args.vocab:
+                runs: dict[int, list[dict]] = {i: [] for i in range(len(configs))}
+                for _ in range(args.repeat):
+                    for i, (kind, threads, _, pythonpath) in enumerate(configs):
+                        runs[i].append(run(kind, corpus, vocab, threads, pythonpath))
+                for i, (kind, threads, label, _) in enumerate(configs):
+                    seconds, user, s, rss = summary(runs[i])
+                    cell = lambda k: f"{s[k]:.2f}" if k in s else ""
+                    name = names.get(kind, "superword " + kind.split(":")[-1])
+                    if label:
+                        name += f" ({label})"
+                    print(f"| {name} | {threads} | {vocab:,} | {seconds:.2f} | {user:.2f} | "
+                          f"{cell('pretokenize_count')} | {cell('phase1')} | {cell('candidates')} | "
+                          f"{cell('phase2')} | {s.get('supermerges', '')} | {rss:.0f} |", flush=True)
+            print(f"\nload average at the end: {load()}")
         small = DATA / "taylorswift.txt"
         if small.exists() and not args.skip_small:
-            print(f"\n{small.name}, vocab 5,000 (SuperBPE: 200 supermerges), one thread; the Rust "
-                  "core's median of 10 runs in one process after a warm-up, the reference's one run\n")
-            print("| model | build | reference s | Rust core s | ratio |")
+            print(f"\n{small.name}, vocab 5,000 (SuperBPE: 200 supermerges), one thread, medians on "
+                  f"both sides: the reference's of {SMALL_REFERENCE_RUNS} runs in one process, the Rust "
+                  f"core's of {SMALL_RUST_RUNS} runs in one process after a warm-up\n")
+            print(f"| model | build | reference s (median of {SMALL_REFERENCE_RUNS}) "
+                  f"| Rust core s (median of {SMALL_RUST_RUNS}) | ratio |")
             print("|---|---|---:|---:|---:|")
             for algorithm in ("bpe", "boundless", "superbpe"):
                 ref = run(f"small:reference:{algorithm}", small, 5000, 1)["seconds"]

@@ -19,7 +19,7 @@ use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 
 use super::long::{LongSequence, LONG_SEQUENCE};
-use crate::tokens::{Pair, TokenId, Vocab};
+use crate::tokens::{Pair, TokenId, Vocab, BASE_VOCAB};
 
 /// A merge as training records it, in token ids.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,9 +89,29 @@ struct Entry {
 /// A max-heap of `(count, pair)` whose order is the SPEC tie-break: higher count first, then
 /// smaller (left bytes, right bytes).  Written by hand because the order needs the token
 /// table; prefix keys settle almost every comparison without touching the bytes.
-#[derive(Default)]
+///
+/// Entries counted at most [`HELD_BACK`] times are held back in a plain list until the
+/// caller finds nothing better in the heap ([`Self::release`]); a training that stops above
+/// that count never orders them.  (Round 9: most entries pushed in a merge loop are pairs
+/// made once, which only deepened the heap every other pop and lowering goes through.)
 pub struct PairHeap {
     items: Vec<Entry>,
+    held: Vec<(u64, Pair)>,
+    /// entries counted this often or less go to `held`; 0 once released
+    held_max: u64,
+}
+
+/// See [`PairHeap`].
+const HELD_BACK: u64 = 1;
+
+impl Default for PairHeap {
+    fn default() -> PairHeap {
+        PairHeap {
+            items: Vec::new(),
+            held: Vec::new(),
+            held_max: HELD_BACK,
+        }
+    }
 }
 
 impl PairHeap {
@@ -127,13 +147,43 @@ impl PairHeap {
 
     /// Build a heap from unordered items in linear time.
     pub fn from_vec(vocab: &Vocab, items: Vec<(u64, Pair)>) -> PairHeap {
-        let mut heap = PairHeap {
-            items: items.into_iter().map(|(c, p)| Self::entry(vocab, c, p)).collect(),
-        };
-        for i in (0..heap.items.len() / 2).rev() {
-            heap.sift_down(vocab, i);
-        }
+        let mut heap = PairHeap::default();
+        let (held, items): (Vec<_>, Vec<_>) = items.into_iter().partition(|&(c, _)| c <= heap.held_max);
+        heap.held = held;
+        heap.items = items.into_iter().map(|(c, p)| Self::entry(vocab, c, p)).collect();
+        heap.heapify(vocab);
         heap
+    }
+
+    fn heapify(&mut self, vocab: &Vocab) {
+        for i in (0..self.items.len() / 2).rev() {
+            self.sift_down(vocab, i);
+        }
+    }
+
+    /// Are entries held back that might beat a top counted `count` times (or an empty heap,
+    /// `None`)?  Then they join the heap, and nothing is held back from now on.
+    pub fn release(&mut self, vocab: &Vocab, count: Option<u64>) -> bool {
+        if self.held_max == 0 || count.is_some_and(|c| c > self.held_max) {
+            return false;
+        }
+        self.held_max = 0;
+        if self.held.is_empty() {
+            return false;
+        }
+        let held = std::mem::take(&mut self.held);
+        self.items
+            .extend(held.into_iter().map(|(c, p)| Self::entry(vocab, c, p)));
+        self.heapify(vocab);
+        true
+    }
+
+    /// Every entry, held back or not.
+    fn all(&self) -> impl Iterator<Item = (u64, Pair)> + '_ {
+        self.items
+            .iter()
+            .map(|e| (e.count, e.pair))
+            .chain(self.held.iter().copied())
     }
 
     /// Move the entry at `i` down to its place.  The hole left by the entry goes down along
@@ -172,6 +222,10 @@ impl PairHeap {
     }
 
     pub fn push(&mut self, vocab: &Vocab, (count, pair): (u64, Pair)) {
+        if count <= self.held_max {
+            self.held.push((count, pair));
+            return;
+        }
         self.items.push(Self::entry(vocab, count, pair));
         let mut i = self.items.len() - 1;
         while i > 0 {
@@ -191,6 +245,11 @@ impl PairHeap {
     /// Lower the count of the top entry to `count` and move it down to its place: a pop and
     /// a push in one sift.
     pub fn lower_top(&mut self, vocab: &Vocab, count: u64) {
+        if count <= self.held_max {
+            let (_, pair) = self.pop(vocab).expect("a top entry");
+            self.held.push((count, pair));
+            return;
+        }
         let top = &mut self.items[0];
         debug_assert!(count <= top.count, "the top entry's count can only go down");
         top.count = count;
@@ -208,11 +267,11 @@ impl PairHeap {
     }
 
     pub fn len(&self) -> usize {
-        self.items.len()
+        self.items.len() + self.held.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.items.is_empty()
+        self.len() == 0
     }
 }
 
@@ -240,8 +299,11 @@ pub struct MergeState {
     relocated: bool,
     /// the changes of the current merge, kept empty between merges: most merges touch a few
     /// sequences, and allocating and growing these afresh each time was a tenth of a small
-    /// training's merge loop
-    changes: GroupChanges,
+    /// training's merge loop.  (Boxed: moving the whole struct out and back was two calls
+    /// to `memcpy` per merge.)
+    changes: Option<Box<GroupChanges>>,
+    /// the bytes of the token a merge makes (see [`Self::merge_pair`])
+    bytes: Vec<u8>,
     /// pairs counted at most this often get no heap entry, and may have no table entry (see
     /// [`Self::with_floor`])
     floor: u64,
@@ -360,7 +422,6 @@ struct GroupChanges {
     /// [`rewrite_group`]'s working buffers, kept with the changes so that they are reused
     occurrences: Vec<usize>,
     windows: Vec<(usize, usize)>,
-    new_seq: Vec<TokenId>,
 }
 
 impl GroupChanges {
@@ -437,7 +498,6 @@ impl GroupChanges {
         trim(&mut self.lengths);
         trim(&mut self.occurrences);
         trim(&mut self.windows);
-        trim(&mut self.new_seq);
         self.became_single = false;
         self.made = 0;
     }
@@ -467,7 +527,9 @@ fn rewrite_group(
 ) {
     let mut occurrences = std::mem::take(&mut out.occurrences);
     let mut windows = std::mem::take(&mut out.windows);
-    let mut new_seq = std::mem::take(&mut out.new_seq);
+    // the merged pair's own loss, added up here: it changes in every sequence, and a look-up
+    // in the changes' table per occurrence was a fifth of them
+    let mut merged_lost = 0i64;
     for (k, &index) in indices.iter().enumerate() {
         // the sequences lie scattered over the arena: start loading the span of one a few
         // places ahead, and the tokens of the next (whose span is loaded by now)
@@ -527,16 +589,30 @@ fn rewrite_group(
         }
         // 3. the old windows' pairs go, the merged sequence is built
         for &(lo, hi) in &windows {
-            count_pairs(&seq[lo..hi], |p| out.add(p, -w));
+            count_pairs(&seq[lo..hi], |p| {
+                if p == pair {
+                    merged_lost += w;
+                } else {
+                    out.add(p, -w);
+                }
+            });
         }
-        new_seq.clear();
-        let mut next = 0;
-        for &i in &occurrences {
-            new_seq.extend_from_slice(&seq[next..i]);
-            new_seq.push(merged);
-            next = i + 2;
+        // (in place, from the first occurrence on: the same left-to-right scan as step 1
+        // finds the same occurrences from there.  Building a copy and copying it back was
+        // three calls to `memcpy` per sequence, a twentieth of a small training's phase 1.)
+        let n = seq.len();
+        let (mut read, mut write) = (occurrences[0], occurrences[0]);
+        while read < n {
+            if read + 1 < n && seq[read] == pair.0 && seq[read + 1] == pair.1 {
+                seq[write] = merged;
+                read += 2;
+            } else {
+                seq[write] = seq[read];
+                read += 1;
+            }
+            write += 1;
         }
-        new_seq.extend_from_slice(&seq[next..]);
+        let new_seq = &seq[..write];
         // 4. the new windows' pairs come (positions shift by one per earlier occurrence)
         let mut before = 0; // occurrences left of the current window
         for &(lo, hi) in &windows {
@@ -554,13 +630,14 @@ fn rewrite_group(
             });
             before += inside;
         }
-        seq[..new_seq.len()].copy_from_slice(&new_seq);
-        out.lengths.push((index, new_seq.len() as u32));
-        out.became_single |= new_seq.len() == 1 && whole;
+        out.lengths.push((index, write as u32));
+        out.became_single |= write == 1 && whole;
+    }
+    if merged_lost != 0 {
+        out.add(pair, -merged_lost);
     }
     out.occurrences = occurrences;
     out.windows = windows;
-    out.new_seq = new_seq;
 }
 
 impl MergeState {
@@ -614,12 +691,26 @@ impl MergeState {
         // 131,072 for BoundlessBPE's 1.6 M and 2.6 M segments.)
         let n_shards = rayon::current_num_threads().max(1);
         let per = spans.len().div_ceil(n_shards).max(1);
+        // Pairs of two bytes (phase 1) are counted in a list found through a table indexed by
+        // the pair, then put in the hash tables once each, in the order first seen as before.
+        // (Round 9: a look-up in the hash table per pair occurrence was half of a small
+        // training's set-up.)
+        let bytes_only = data
+            .iter()
+            .chain(long.values().flat_map(|l| l.untouched().expect("no merge yet")))
+            .all(|&t| (t as usize) < BASE_VOCAB);
         let parts: Vec<Vec<FxHashMap<Pair, PairInfo>>> = spans
             .par_chunks(per)
             .enumerate()
             .map(|(part, chunk)| {
                 let mut maps: Vec<FxHashMap<Pair, PairInfo>> =
                     (0..n_shards).map(|_| FxHashMap::default()).collect();
+                let mut slot_of: Vec<u32> = if bytes_only {
+                    vec![u32::MAX; BASE_VOCAB * BASE_VOCAB]
+                } else {
+                    Vec::new()
+                };
+                let mut found: Vec<(Pair, PairInfo)> = Vec::new();
                 for (j, span) in chunk.iter().enumerate() {
                     let i = (part * per + j) as u32;
                     let w = span.weight;
@@ -627,11 +718,27 @@ impl MergeState {
                         Some(l) => l.untouched().expect("no merge yet"),
                         None => &data[span.range()],
                     };
-                    count_pairs(seq, |p| {
-                        let info = maps[shard_of(p, n_shards)].entry(p).or_default();
-                        info.count += w;
-                        info.note(i);
-                    });
+                    if bytes_only {
+                        count_pairs(seq, |p| {
+                            let slot = &mut slot_of[p.0 as usize * BASE_VOCAB + p.1 as usize];
+                            if *slot == u32::MAX {
+                                *slot = found.len() as u32;
+                                found.push((p, PairInfo::default()));
+                            }
+                            let info = &mut found[*slot as usize].1;
+                            info.count += w;
+                            info.note(i);
+                        });
+                    } else {
+                        count_pairs(seq, |p| {
+                            let info = maps[shard_of(p, n_shards)].entry(p).or_default();
+                            info.count += w;
+                            info.note(i);
+                        });
+                    }
+                }
+                for (p, info) in found {
+                    maps[shard_of(p, n_shards)].insert(p, info);
                 }
                 maps
             })
@@ -677,7 +784,8 @@ impl MergeState {
             long,
             tokens: None,
             relocated: false,
-            changes: GroupChanges::default(),
+            changes: None,
+            bytes: Vec::new(),
             floor: 0,
             present: Vec::new(),
             #[cfg(test)]
@@ -707,13 +815,7 @@ impl MergeState {
     /// mostly the kernel zeroing the new tables' pages.)
     pub fn with_floor(mut self, floor: u64, vocab: &Vocab) -> MergeState {
         self.floor = floor;
-        let kept: Vec<(u64, Pair)> = self
-            .heap
-            .items
-            .iter()
-            .filter(|e| e.count > floor)
-            .map(|e| (e.count, e.pair))
-            .collect();
+        let kept: Vec<(u64, Pair)> = self.heap.all().filter(|&(c, _)| c > floor).collect();
         self.heap = PairHeap::from_vec(vocab, kept);
         if floor > 0 {
             for shard in &mut self.shards {
@@ -912,6 +1014,18 @@ impl MergeState {
             // (a pair left out of the table is counted at most `floor` times, and this
             // merge made all of its occurrences if it gains any: see `with_floor`)
             let floor = i64::try_from(self.floor).unwrap_or(i64::MAX);
+            if c.delta > floor {
+                // (it may be new: one look-up for finding or inserting it, not two)
+                let info = match shard.entry(p) {
+                    std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
+                    std::collections::hash_map::Entry::Vacant(v) => v.insert(PairInfo::default()),
+                };
+                info.count += c.delta as u64;
+                note_all(info, c.first);
+                let live = info.count;
+                self.heap.push(vocab, (live, p));
+                continue;
+            }
             let live = match shard.get_mut(&p) {
                 Some(info) => {
                     let live = info.count as i64 + c.delta;
@@ -954,9 +1068,21 @@ impl MergeState {
 
     /// The pair to merge next and its count, or `None` when no pair is left.
     pub fn best(&mut self, vocab: &Vocab) -> Option<(Pair, u64)> {
-        while let Some((count, pair)) = self.heap.peek() {
+        loop {
+            let Some((count, pair)) = self.heap.peek() else {
+                if self.heap.release(vocab, None) {
+                    continue;
+                }
+                return None;
+            };
             match self.info(&pair).map(|info| info.count) {
-                Some(live) if live == count => return Some((pair, count)),
+                Some(live) if live == count => {
+                    // (entries held back count no more than they may beat)
+                    if self.heap.release(vocab, Some(count)) {
+                        continue;
+                    }
+                    return Some((pair, count));
+                }
                 Some(live) if live > self.floor => {
                     // the count went down since this entry was pushed: the entry takes the
                     // live count (lower than it had, so it moves down)
@@ -968,7 +1094,6 @@ impl MergeState {
                 }
             }
         }
-        None
     }
 
     /// Apply `pair` (its result has id `merged`) everywhere; see [`rewrite_group`].  Returns
@@ -995,20 +1120,24 @@ impl MergeState {
             }
         }
         // the pair's count stays until its delta takes it to zero
-        let mut indices: Vec<u32> = std::mem::take(&mut self.info_mut(pair).seqs).into_vec();
+        // (kept as the small vector it is: a vector made of it was an allocation per merge)
+        let mut indices = std::mem::take(&mut self.info_mut(pair).seqs);
         indices.sort_unstable();
         indices.dedup();
-        // long sequences first, through their position index
-        let mut long_changes = GroupChanges::default();
+        // long sequences first, through their position index.  (Only when there are any:
+        // adding up an empty set of changes and dropping it was 2% of a small training's
+        // phase 1.)
+        let mut long_changes = None;
         if !self.long.is_empty() {
+            let out = long_changes.insert(GroupChanges::default());
             let (mut delta, mut made) = (FxHashMap::default(), Vec::new());
-            indices.retain(|&index| {
+            indices.retain(|index| {
+                let index = *index;
                 let Some(seq) = self.long.get_mut(&index) else {
                     return true;
                 };
                 let Seq { weight, whole, .. } = self.seqs[index as usize];
                 let w = weight as i64;
-                let out = &mut long_changes;
                 if seq.merge(pair, merged, w, &mut delta, |p| made.push((p, index))) {
                     out.lengths.push((index, seq.len() as u32));
                     out.became_single |= seq.len() == 1 && whole;
@@ -1016,10 +1145,10 @@ impl MergeState {
                 false
             });
             for (p, d) in delta {
-                long_changes.add(p, d);
+                out.add(p, d);
             }
             for (p, index) in made {
-                long_changes.add_made(p, 0, index);
+                out.add_made(p, 0, index);
             }
         }
         if self.relocated {
@@ -1032,13 +1161,13 @@ impl MergeState {
         } else {
             1
         };
-        let mut changes = std::mem::take(&mut self.changes);
+        let mut changes = self.changes.take().unwrap_or_default();
         if groups <= 1 {
             rewrite_group(
                 &mut self.data,
                 0,
                 &self.seqs,
-                &indices,
+                &indices[..],
                 pair,
                 merged,
                 &mut changes,
@@ -1071,7 +1200,9 @@ impl MergeState {
                 changes.absorb(g);
             }
         }
-        changes.absorb(long_changes);
+        if let Some(long_changes) = long_changes {
+            changes.absorb(long_changes);
+        }
         if let Some(tracking) = &mut self.tokens {
             let top = merged.max(pair.0).max(pair.1) as usize + 1;
             if tracking.holders.len() < top {
@@ -1094,7 +1225,7 @@ impl MergeState {
         }
         self.apply_changes(&mut changes, vocab);
         changes.reset();
-        self.changes = changes;
+        self.changes = Some(changes);
         became_single
     }
 
@@ -1102,8 +1233,13 @@ impl MergeState {
     /// token (added to `vocab` unless its bytes are there already, SPEC 2.6), is applied
     /// everywhere, and is recorded.  Returns the record and the new token's id.
     pub fn merge_pair(&mut self, vocab: &mut Vocab, pair: Pair, count: u64) -> (TrainMerge, TokenId) {
-        let merged: Vec<u8> = [vocab.bytes(pair.0), vocab.bytes(pair.1)].concat();
+        // (in a buffer kept for it: a new vector per merge was an allocation and a growth)
+        let mut merged = std::mem::take(&mut self.bytes);
+        merged.clear();
+        merged.extend_from_slice(vocab.bytes(pair.0));
+        merged.extend_from_slice(vocab.bytes(pair.1));
         let (id, _) = vocab.add(&merged);
+        self.bytes = merged;
         let flag = self.merge(pair, id, vocab);
         (TrainMerge { pair, count, flag }, id)
     }

@@ -192,6 +192,45 @@
 //! (`benchmarks/train_bench.py`, 100 MB, two threads, medians of five interleaved runs, load
 //! 1.3-1.5): BoundlessBPE 4.17 -> 3.97 s at 32,768 (BPE 1.00-1.07 s) and 9.93 -> 8.74 s at
 //! 131,072 (peak RSS 846 -> 604 MB); SuperBPE 2.75 -> 2.76 s and 6.47 -> 6.03 s.
+//!
+//! Round 9 (issue 12): small trainings, the target being the Rust core at 50x the reference
+//! on taylorswift.txt at 5,000.  Wall times on the shared machine moved by up to half between
+//! identical runs, so every change was judged by instructions (callgrind, three trainings in
+//! one process, one thread, stages 2-4 only; a release build without LTO).  At the start
+//! phase 1 was 188.5 M of BPE's 196.4 M (BoundlessBPE 272.0 M, SuperBPE 272.9 M in all):
+//! the merge loop 145 M (rewriting the words 74 M, of which the look-ups in the merge's
+//! table of count changes ~20 M; choosing the pair 19.5 M, most of it `sift_down`; heap
+//! pushes 9.7 M; `Vocab::add` 7.2 M, three allocations and two hashes per merge), the set-up
+//! (the pair table and the words' lists of pairs) 15.6 M; 4,757 merges per training, about
+//! 13,000 instructions each.  What helped, phase 1 each time: a merged word rewritten in
+//! place instead of built aside and copied back (three `memcpy` calls per word) and no
+//! empty changes of long sequences added up per merge, 188.5 -> 177.8 M; the merged pair's
+//! own loss added up in a counter (a fifth of the look-ups in the table of changes), ->
+//! 174.4 M; heap entries counted once held back in a plain list until nothing better is
+//! left (`PairHeap::release`: they deepened the heap every pop and lowering goes through),
+//! -> 170.0 M; the merge's sequence list sorted in its small vector (a vector made of it was
+//! an allocation per merge) and the merge's changes boxed (moving them out and back was two
+//! `memcpy` calls), -> 166.5 M; the set-up's pairs of two bytes counted in a list found
+//! through a table indexed by the pair, each put in the hash table once, instead of a hash
+//! look-up per occurrence, -> 156.7 M; the merged token's bytes made in a buffer kept for
+//! them, -> 154.1 M; a pair that gains found or inserted with one look-up in the pair table
+//! (it was looked up, then inserted), -> 152.2 M.  BoundlessBPE's and SuperBPE's models take the word
+//! model's merges instead of cloning them (BoundlessBPE's model 7.5 -> 4.4 M, and no 1.5 M
+//! drop).  In all: BPE 196.4 -> 160.1 M, BoundlessBPE 272.0 -> 228.6 M, SuperBPE 272.9 ->
+//! 230.3 M (-18%, -16%, -16%).  Tried and dropped (totals of stages 2-4 for BPE, the
+//! same three trainings): applying the losses of pairs without the merged token straight to
+//! the pair table, added up per word in a short list, instead of through the merge's table
+//! (one look-up per change instead of two): 185.6 -> 188.0 M, the list's bookkeeping cost
+//! more than the look-ups saved; holding back entries counted twice or less instead of once:
+//! 182.9 M against 177.8 M (the release, a heapify, comes before the end at 5,000); sifting a
+//! pushed entry up through a hole instead of swaps: 182.3 -> 182.5 M; prefix keys built
+//! byte by byte instead of with `copy_from_slice` (a `memcpy` call each): -0.3 M, not worth
+//! a change; skipping the look-up in the (empty) table of long sequences per word of the
+//! set-up: -0.05 M.  What is left: the look-ups in the merge's table of changes and in the
+//! pair table (~30% of phase 1 with hashing), the heap (~12%), and
+//! `Vocab::add` (`tokens.rs`, 4%).  SuperBPE at 5,000 cuts its candidates twice: the first
+//! cut at four times the last merge's count (2) misses, as the 200th supermerge counts 6,
+//! and each cut costs ~7.5 M instructions of its ~82 M per training after counting.
 
 pub mod boundless;
 pub mod bpe;
@@ -339,10 +378,18 @@ fn word_model(settings: &Settings, w: &WordModel) -> Model {
     }
 }
 
+/// The first `n` items of `v`, moved.  (Cloning the word model's merges, two vectors of
+/// bytes each, was a tenth of BoundlessBPE's and SuperBPE's work after phase 1 on a small
+/// training.)
+fn truncated<T>(mut v: Vec<T>, n: usize) -> Vec<T> {
+    v.truncate(n);
+    v
+}
+
 /// The BoundlessBPE model from phase 2's result.
 fn boundless_model(
     config: &Config,
-    word_model: &Model,
+    word_model: Model,
     b: Boundless,
     ngrams: Option<Vec<Vec<Vec<u8>>>>,
 ) -> Model {
@@ -357,11 +404,11 @@ fn boundless_model(
         vocab: b.vocab,
         counts,
         is_super: b.is_super,
-        merges: word_model.merges[..b.used].to_vec(),
+        merges: truncated(word_model.merges, b.used),
         supermerges: to_bytes(&b.phase2_vocab, &b.supermerges),
         special_tokens: Vec::new(),
         ngrams,
-        deletions: word_model.deletions[..b.deletions_used].to_vec(),
+        deletions: truncated(word_model.deletions, b.deletions_used),
     }
 }
 
@@ -506,7 +553,7 @@ fn train_counted(counts: Counts, config: &Config, control: &dyn Control, stats: 
     let model = match (config.algorithm, candidates) {
         (Algorithm::Boundless, Stage3::Cut(candidates)) => {
             let b = train_boundless(&word, candidates, control)?;
-            boundless_model(config, &word_model, b, ngrams)
+            boundless_model(config, word_model, b, ngrams)
         }
         (Algorithm::SuperBpe(n), Stage3::Whole(candidates)) => {
             // cutting at four times the smallest regular merge's count is a guess: if the
@@ -522,11 +569,11 @@ fn train_counted(counts: Counts, config: &Config, control: &dyn Control, stats: 
                 vocab: s.order.iter().map(|&t| s.vocab.bytes(t).to_vec()).collect(),
                 counts: s.order.iter().map(|&t| s.counts[t as usize]).collect(),
                 is_super: (0..s.order.len()).map(|i| i >= word.order.len()).collect(),
-                merges: word_model.merges.clone(),
+                merges: word_model.merges,
                 supermerges: to_bytes(&s.vocab, &s.supermerges),
                 special_tokens: Vec::new(),
                 ngrams,
-                deletions: word_model.deletions.clone(),
+                deletions: word_model.deletions,
             }
         }
         _ => unreachable!("stage 3 makes the candidates phase 2 needs"),
