@@ -14,8 +14,9 @@ Rounds are interleaved: each repetition runs every encoder once at each setting,
 of load from elsewhere hits them all alike.  "flat" returns all ids in one buffer
 (superword's `return_array=True`, fastokens' `encode_batch_flat`), "lists" one Python list
 per text.  One row encodes the same text cut into documents of 100,000 characters instead of
-lines, where what each text costs apart from its pieces no longer counts.  Each encoder's ids are compared with superword's before timing; the load average
-is printed with the table, since figures from a busy machine are low and noisy.
+lines, where what each text costs apart from its pieces no longer counts.  Each encoder's ids
+are compared with superword's before timing; the load average is printed with the table,
+since figures from a busy machine are low and noisy.
 """
 from __future__ import annotations
 
