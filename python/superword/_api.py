@@ -428,12 +428,13 @@ _FIXED = (str, type(None), frozenset, tuple)
 
 
 class _Refused(list[str]):
-    """The special tokens that must not occur, longest first, with their first characters
-    (``None`` if one of them is empty, which every text holds)."""
+    """The special tokens that must not occur, longest first, with their first characters:
+    a text that holds none of these holds none of the tokens (an empty token's "first
+    character" is "", which every text holds)."""
 
     def __init__(self, tokens: list[str]):
         super().__init__(tokens)
-        self.first = "".join(sorted({t[0] for t in tokens})) if all(tokens) else None
+        self.first = tuple(sorted({t[:1] for t in tokens}))
 
 
 #: the most policies a tokenizer keeps (see `Tokenizer._policies`)
@@ -798,7 +799,7 @@ class Tokenizer:
         allowed, checks = policy or self._kept_policy(allowed_special, disallowed_special)
         if checks:
             # (the gate of `_refuse_specials`, inlined: its call was half of a short text's check)
-            for c in checks.first or ("",):  # ("" is in every text: check them all)
+            for c in checks.first:
                 if c in text:
                     self._refuse_specials((text,), checks)
                     break
@@ -904,12 +905,11 @@ class Tokenizer:
         for n, text in enumerate(texts):
             # a text without any of their first characters holds none of them (cl100k's five
             # all start with "<": one scan instead of five)
-            if checks.first is not None:
-                for c in checks.first:
-                    if c in text:
-                        break
-                else:
-                    continue
+            for c in checks.first:
+                if c in text:
+                    break
+            else:
+                continue
             for s in checks:
                 if s in text:
                     where = f"text {n}" if len(texts) > 1 else "text"
