@@ -25,7 +25,7 @@ pub mod batch;
 pub mod cache;
 pub mod decode;
 
-use cache::{PieceCache, Table};
+use cache::{PieceCache, Table, CACHED};
 use decode::TokenBytes;
 
 /// Pieces longer than this (in bytes) are merged with a heap instead of a scan.
@@ -380,15 +380,25 @@ impl Encoder {
                 .filter(|&i| enc.reachable[i])
                 .map(|i| (enc.vocab[i].as_slice(), i as TokenId)),
         )?;
-        enc.cache = PieceCache::new(cache::DEFAULT_CAPACITY);
+        enc.cache = enc.seeded_cache(cache::DEFAULT_CAPACITY)?;
         Ok(enc)
+    }
+
+    /// A cache whose tables start with the shortcut's tokens (in id order, as the shortcut).
+    fn seeded_cache(&self, capacity: usize) -> Result<PieceCache> {
+        PieceCache::seeded(
+            (0..self.vocab.len())
+                .filter(|&i| self.reachable[i])
+                .map(|i| (self.vocab[i].as_slice(), i as TokenId)),
+            capacity,
+        )
     }
 
     /// The same encoder with `capacity` cache entries per thread (0: no cache); for tests
     /// that force tiny tables.
-    pub fn with_cache_capacity(mut self, capacity: usize) -> Encoder {
-        self.cache = PieceCache::new(capacity);
-        self
+    pub fn with_cache_capacity(mut self, capacity: usize) -> Result<Encoder> {
+        self.cache = self.seeded_cache(capacity)?;
+        Ok(self)
     }
 
     /// Word tokens whose text, encoded alone without the shortcut, is that one token.
@@ -562,7 +572,7 @@ impl Encoder {
         &self,
         text: &str,
         shortcut: bool,
-        mut table: Option<&mut Table>,
+        table: Option<&mut Table>,
         out: &mut Vec<TokenId>,
     ) -> Result<()> {
         let mut state = Pieces {
@@ -572,15 +582,37 @@ impl Encoder {
         };
         if shortcut {
             let mut block = Block::default();
-            let mut blocks = Prefetched::new(&self.shortcut, text.as_bytes(), &mut block, |piece, id| {
-                self.encode_piece(piece, id, table.as_deref_mut(), out, &mut state)
-            });
-            self.pretokenizer
-                .for_each(text, |piece| blocks.push(piece.as_bytes()))?;
-            blocks.finish();
+            match table {
+                // one table holds the shortcut's tokens and what this thread's pretokens became
+                Some(table) => {
+                    let mut blocks = Prefetched::new(
+                        table,
+                        text.as_bytes(),
+                        &mut block,
+                        |t, piece, value| match value {
+                            Some(id) if id & CACHED == 0 => {
+                                self.encode_piece(piece, Some(id), out, &mut state)
+                            }
+                            _ => self.encode_missed(piece, value, Some(t), out, &mut state),
+                        },
+                    );
+                    self.pretokenizer
+                        .for_each(text, |piece| blocks.push(piece.as_bytes()))?;
+                    blocks.finish();
+                }
+                None => {
+                    let mut blocks =
+                        Prefetched::new(&self.shortcut, text.as_bytes(), &mut block, |_, piece, id| {
+                            self.encode_piece(piece, id, out, &mut state)
+                        });
+                    self.pretokenizer
+                        .for_each(text, |piece| blocks.push(piece.as_bytes()))?;
+                    blocks.finish();
+                }
+            }
         } else {
             self.pretokenizer.for_each(text, |piece| {
-                self.encode_piece(piece.as_bytes(), None, table.as_deref_mut(), out, &mut state)
+                self.encode_piece(piece.as_bytes(), None, out, &mut state)
             })?;
         }
         if let Some(e) = state.failed {
@@ -598,16 +630,9 @@ impl Encoder {
     /// one function, the call and its register saves were paid by every pretoken); a model
     /// without supermerges only appends the id.
     #[inline(always)]
-    fn encode_piece(
-        &self,
-        raw: &[u8],
-        single: Option<TokenId>,
-        table: Option<&mut Table>,
-        out: &mut Vec<TokenId>,
-        state: &mut Pieces,
-    ) {
+    fn encode_piece(&self, raw: &[u8], single: Option<TokenId>, out: &mut Vec<TokenId>, state: &mut Pieces) {
         let Some(id) = single else {
-            return self.encode_missed(raw, table, out, state);
+            return self.encode_missed(raw, None, None, out, state);
         };
         if self.super_ranks.is_empty() {
             out.push(id);
@@ -627,11 +652,13 @@ impl Encoder {
     }
 
     /// [`Encoder::encode_piece`] for a pretoken that is not a token: from this thread's
-    /// table, or merged (after a failure, nothing more is done: the call returns the error).
+    /// table, where its cached entry is `value` if it has one, or merged (after a failure,
+    /// nothing more is done: the call returns the error).
     #[inline(never)]
     fn encode_missed(
         &self,
         raw: &[u8],
+        value: Option<u32>,
         table: Option<&mut Table>,
         out: &mut Vec<TokenId>,
         state: &mut Pieces,
@@ -641,8 +668,8 @@ impl Encoder {
         }
         let tokens = &mut state.tokens;
         tokens.clear();
-        if let Some(ids) = table.as_deref().and_then(|t| t.get(raw)) {
-            tokens.extend_from_slice(ids);
+        if let (Some(value), Some(t)) = (value, table.as_deref()) {
+            tokens.extend_from_slice(t.ids(value));
         } else {
             if let Err(e) = self.merge_pretoken(raw, tokens) {
                 state.failed = Some(e);

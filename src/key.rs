@@ -108,6 +108,7 @@ pub type KeyMap = hashbrown::HashMap<Key, u32, rustc_hash::FxBuildHasher>;
 /// cl100k's 100,256; a table 2/3 full at 2.4 MB was no faster on cl100k, interleaved in one
 /// process).  The hash is seeded per table so that a hostile vocabulary cannot be built to
 /// collide (lookups give the same answers for any seed).
+#[derive(Clone)]
 pub struct ByteMap {
     slots: Box<[Slot]>,
     /// keys longer than [`INLINE`] bytes, one record each, back to back: the value (`u32`,
@@ -228,8 +229,13 @@ impl ByteMap {
     /// A map of `pairs`; a key given twice keeps its last value (as collecting into a
     /// `HashMap` does).
     pub fn new<'a>(pairs: impl IntoIterator<Item = (&'a [u8], u32)>) -> Result<ByteMap> {
+        ByteMap::with_room(pairs, 0)
+    }
+
+    /// [`ByteMap::new`] with room for `room` more keys.
+    pub fn with_room<'a>(pairs: impl IntoIterator<Item = (&'a [u8], u32)>, room: usize) -> Result<ByteMap> {
         let pairs: Vec<(&[u8], u32)> = pairs.into_iter().collect();
-        let mut map = ByteMap::with_capacity(pairs.len());
+        let mut map = ByteMap::with_capacity(pairs.len() + room);
         for (key, value) in pairs {
             if !map.insert(key, value) {
                 return Err(Error::Value(format!(
@@ -240,6 +246,24 @@ impl ByteMap {
             }
         }
         Ok(map)
+    }
+
+    /// Make this map hold what `other` holds, which is a clone of it or of a map it was
+    /// cloned from (same slots and seed), reusing its memory.
+    pub fn copy_from(&mut self, other: &ByteMap) {
+        assert!(
+            self.slots.len() == other.slots.len() && self.seed == other.seed,
+            "ByteMap::copy_from a map of another shape"
+        );
+        self.slots.copy_from_slice(&other.slots);
+        self.long.clone_from(&other.long);
+        self.len = other.len;
+        self.keys = other.keys;
+    }
+
+    /// The most keys this map holds.
+    pub fn room(&self) -> usize {
+        self.keys
     }
 
     /// An empty map with room for `keys` keys (it must never hold more: a full table would
@@ -452,14 +476,35 @@ impl ByteMap {
 /// the shortcut's mispredicted branches (callgrind) but added 20-25 instructions a pretoken,
 /// for no gain in time; putting a vocabulary's tokens in by rank did most of that for free
 /// (see `RankEncoder::new`).
-pub struct Prefetched<'m, 'a, 'w, F: FnMut(&'a [u8], Option<u32>)> {
-    map: &'m ByteMap,
+pub struct Prefetched<'a, 'w, H: Holds, F: FnMut(&mut H, &'a [u8], Option<u32>)> {
+    /// the map, or what holds it
+    held: H,
     /// the text all keys are slices of
     text: &'a [u8],
     /// the block's keys so far (the first `n` are written)
     waiting: &'w mut Block<'a>,
     n: usize,
     found: F,
+}
+
+/// What [`Prefetched`] looks its keys up in: a map, or a table that holds one and that
+/// `found` may change between look-ups (the per-thread table of `encode/cache.rs`, which
+/// learns what the pretokens that are not tokens became).
+///
+/// # Safety
+/// Every map that `map` returns during one [`Prefetched`]'s life has the same slots and
+/// seed (it may gain keys, or be reset with [`ByteMap::copy_from`]): the probes of the keys
+/// still waiting were made with the first, and their slots are read unchecked.
+pub unsafe trait Holds {
+    fn map(&self) -> &ByteMap;
+}
+
+// SAFETY: a shared map cannot change
+unsafe impl Holds for &ByteMap {
+    #[inline(always)]
+    fn map(&self) -> &ByteMap {
+        self
+    }
 }
 
 /// Room for a block of keys of [`Prefetched`], made by the caller: inside `Prefetched` its
@@ -477,13 +522,13 @@ impl Default for Block<'_> {
 /// Keys per block of [`Prefetched`].
 const BLOCK: usize = 16;
 
-impl<'m, 'a, 'w, F: FnMut(&'a [u8], Option<u32>)> Prefetched<'m, 'a, 'w, F> {
+impl<'a, 'w, H: Holds, F: FnMut(&mut H, &'a [u8], Option<u32>)> Prefetched<'a, 'w, H, F> {
     /// Lookups of slices of `text` (a key from elsewhere is looked up all the same, only
-    /// without [`split_in`]), in `block`.
+    /// without [`split_in`]) in what `held` holds, in `block`; `found` is given `held` too.
     #[inline(always)]
-    pub fn new(map: &'m ByteMap, text: &'a [u8], block: &'w mut Block<'a>, found: F) -> Self {
+    pub fn new(held: H, text: &'a [u8], block: &'w mut Block<'a>, found: F) -> Self {
         Prefetched {
-            map,
+            held,
             text,
             waiting: block,
             n: 0,
@@ -493,15 +538,16 @@ impl<'m, 'a, 'w, F: FnMut(&'a [u8], Option<u32>)> Prefetched<'m, 'a, 'w, F> {
 
     #[inline]
     pub fn push(&mut self, key: &'a [u8]) {
+        let map = self.held.map();
         // where the key starts in the text, if it is in the text
         let at = (key.as_ptr() as usize).wrapping_sub(self.text.as_ptr() as usize);
         let probe = match self.text.get(at..at.wrapping_add(12)) {
             Some(window) if at + key.len() <= self.text.len() => {
-                self.map.probe_in(window.try_into().unwrap(), key.len())
+                map.probe_in(window.try_into().unwrap(), key.len())
             }
-            _ => self.map.probe(key),
+            _ => map.probe(key),
         };
-        self.map.prefetch(&probe);
+        map.prefetch(&probe);
         debug_assert!(self.n < BLOCK);
         // SAFETY: `n` is below `BLOCK`: it is reset to 0 whenever it reaches it
         unsafe { self.waiting.0.get_unchecked_mut(self.n) }.write((key, probe));
@@ -524,7 +570,9 @@ impl<'m, 'a, 'w, F: FnMut(&'a [u8], Option<u32>)> Prefetched<'m, 'a, 'w, F> {
         for entry in &self.waiting.0[..n] {
             // SAFETY: `push` wrote the first `n` entries of this block
             let (key, probe) = unsafe { entry.assume_init() };
-            (self.found)(key, self.map.find(key, probe));
+            // (the map again for each key: `found` may have added keys; see `Holds`)
+            let value = self.held.map().find(key, probe);
+            (self.found)(&mut self.held, key, value);
         }
     }
 }
@@ -645,7 +693,7 @@ mod tests {
         ];
         let mut found = Vec::new();
         let mut block = Block::default();
-        let mut blocks = Prefetched::new(&map, text, &mut block, |k, v| found.push((k, v)));
+        let mut blocks = Prefetched::new(&map, text, &mut block, |_, k, v| found.push((k, v)));
         for p in &pieces {
             blocks.push(p);
         }

@@ -8,8 +8,7 @@
 use base64::Engine as _;
 use rustc_hash::FxHashMap;
 
-use crate::encode::cache::Table;
-use crate::encode::cache::{self, PieceCache};
+use crate::encode::cache::{self, PieceCache, Table, CACHED};
 use crate::encode::decode::TokenBytes;
 use crate::error::{Error, Result};
 use crate::key::{Block, ByteMap, Prefetched};
@@ -108,6 +107,14 @@ pub fn dumps_model(model: &crate::model::Model) -> Result<String> {
     ))
 }
 
+/// The tokens of `model` by rank, in the order they go into lookup tables (see
+/// `RankEncoder::new`).
+fn by_rank(model: &RankModel) -> Vec<(&[u8], u32)> {
+    let mut by_rank: Vec<(&[u8], u32)> = model.ranks.iter().map(|(t, &r)| (t.as_slice(), r)).collect();
+    by_rank.sort_unstable_by_key(|&(_, r)| r);
+    by_rank
+}
+
 pub struct RankEncoder {
     pub model: RankModel,
     matcher: Matcher,
@@ -131,23 +138,23 @@ impl RankEncoder {
         // callgrind's branch simulation counts 0.44 mispredicted branches per pretoken
         // instead of 0.78 (matcher and shortcut alone, 866,000 pieces).  (Our own models'
         // shortcut goes in by id, which is the same order.)
-        let mut by_rank: Vec<(&[u8], u32)> = model.ranks.iter().map(|(t, &r)| (t.as_slice(), r)).collect();
-        by_rank.sort_unstable_by_key(|&(_, r)| r);
-        let lookup = ByteMap::new(by_rank)?;
+        let tokens = by_rank(&model);
+        let lookup = ByteMap::new(tokens.iter().copied())?;
+        let cache = PieceCache::seeded(tokens, cache::DEFAULT_CAPACITY)?;
         let decoder = TokenBytes::new(model.vocab.iter().map(|(&i, t)| (i, t.as_slice())));
         Ok(RankEncoder {
             model,
             matcher,
             lookup,
-            cache: PieceCache::new(cache::DEFAULT_CAPACITY),
+            cache,
             decoder,
         })
     }
 
     /// The same encoder with `capacity` cache entries per thread (0: no cache); for tests.
-    pub fn with_cache_capacity(mut self, capacity: usize) -> RankEncoder {
-        self.cache = PieceCache::new(capacity);
-        self
+    pub fn with_cache_capacity(mut self, capacity: usize) -> Result<RankEncoder> {
+        self.cache = PieceCache::seeded(by_rank(&self.model), capacity)?;
+        Ok(self)
     }
 
     #[inline]
@@ -205,6 +212,7 @@ impl RankEncoder {
     /// tiktoken's byte-pair merge of one piece that is not a token itself: repeatedly join
     /// the two adjacent parts whose joined bytes have the smallest rank (the leftmost of
     /// equals).  See [`byte_pair_parts`].
+    #[inline(never)]
     fn merge_piece(&self, piece: &[u8], out: &mut Vec<u32>) -> Result<()> {
         let parts = byte_pair_parts(piece, |bytes| self.rank(bytes));
         for w in parts.windows(2) {
@@ -246,47 +254,63 @@ impl RankEncoder {
     ///   table of the 2,048 to 32,768 lowest ranks (61-87 % of the pieces; 25-30 against 18 ns
     ///   a piece without prefetching).
     fn encode_into(&self, text: &str, out: &mut Vec<u32>) -> Result<()> {
-        self.cache.with(|mut table| {
+        self.cache.with(|table| {
             let mut error = None;
             let mut block = Block::default();
-            let mut blocks = Prefetched::new(
-                &self.lookup,
-                text.as_bytes(),
-                &mut block,
-                |raw, rank| match rank {
-                    Some(id) => out.push(id),
-                    None => self.merge_cached(raw, table.as_deref_mut(), out, &mut error),
-                },
-            );
-            self.matcher
-                .for_each_piece(text, &mut |piece: &str| blocks.push(piece.as_bytes()))?;
-            blocks.finish();
+            match table {
+                // one table holds the tokens and what this thread's pieces became
+                Some(table) => {
+                    let mut blocks =
+                        Prefetched::new(table, text.as_bytes(), &mut block, |t, raw, value| match value {
+                            Some(id) if id & CACHED == 0 => out.push(id),
+                            _ => self.merge_cached(raw, value, t, out, &mut error),
+                        });
+                    self.matcher
+                        .for_each_piece(text, &mut |piece: &str| blocks.push(piece.as_bytes()))?;
+                    blocks.finish();
+                }
+                None => {
+                    let mut blocks = Prefetched::new(
+                        &self.lookup,
+                        text.as_bytes(),
+                        &mut block,
+                        |_, raw, rank| match rank {
+                            Some(id) => out.push(id),
+                            None => {
+                                if let Err(e) = self.merge_piece(raw, out) {
+                                    error.get_or_insert(e);
+                                }
+                            }
+                        },
+                    );
+                    self.matcher
+                        .for_each_piece(text, &mut |piece: &str| blocks.push(piece.as_bytes()))?;
+                    blocks.finish();
+                }
+            }
             error.map_or(Ok(()), Err)
         })
     }
 
-    /// A piece that is not a token: its ids from this thread's cache, or merged (and cached).
-    /// A call of its own, so that the lookup loop around the common case (a piece that is a
-    /// token) stays small.
+    /// A piece that is not a token: its ids from this thread's table (`value` is its cached
+    /// entry there), or merged (and cached).  A call of its own, so that the lookup loop
+    /// around the common case (a piece that is a token) stays small.
     #[inline(never)]
     fn merge_cached(
         &self,
         raw: &[u8],
-        table: Option<&mut Table>,
+        value: Option<u32>,
+        table: &mut Table,
         out: &mut Vec<u32>,
         error: &mut Option<Error>,
     ) {
-        if let Some(ids) = table.as_deref().and_then(|t| t.get(raw)) {
-            out.extend_from_slice(ids);
+        if let Some(value) = value {
+            out.extend_from_slice(table.ids(value));
             return;
         }
         let start = out.len();
         match self.merge_piece(raw, out) {
-            Ok(()) => {
-                if let Some(t) = table {
-                    t.insert(raw, &out[start..]);
-                }
-            }
+            Ok(()) => table.insert(raw, &out[start..]),
             Err(e) => {
                 error.get_or_insert(e);
             }

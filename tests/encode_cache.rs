@@ -50,7 +50,7 @@ fn golden_ids_with_any_cache_size() {
             for capacity in CAPACITIES {
                 let mut encoder = Encoder::new(&model, false).unwrap();
                 if let Some(c) = capacity {
-                    encoder = encoder.with_cache_capacity(c);
+                    encoder = encoder.with_cache_capacity(c).unwrap();
                 }
                 check_all(
                     &encoder,
@@ -88,13 +88,13 @@ fn rank_encoders_with_any_cache_size() {
             })
             .unwrap()
         };
-        let uncached = make().with_cache_capacity(0);
+        let uncached = make().with_cache_capacity(0).unwrap();
         let want: Vec<Vec<u32>> = texts
             .iter()
             .map(|t| uncached.encode_ordinary(t).unwrap())
             .collect();
         for capacity in [1, 3, 1 << 15] {
-            let encoder = make().with_cache_capacity(capacity);
+            let encoder = make().with_cache_capacity(capacity).unwrap();
             check_all(
                 &encoder,
                 &texts,
@@ -103,4 +103,48 @@ fn rank_encoders_with_any_cache_size() {
             );
         }
     }
+}
+
+/// Ranks from 2**31 up cannot share a table with cached entries (their top bit marks an
+/// entry): such an encoder goes without the cache, and encodes as one with low ranks.
+#[test]
+fn rank_encoders_with_ranks_past_two_to_the_31() {
+    let texts = texts("taylorswift_400.jsonl");
+    let model = v2::read(
+        golden()
+            .join("taylorswift_400_v600_simple")
+            .join("word.model")
+            .to_str()
+            .unwrap(),
+    )
+    .unwrap();
+    let make = |offset: u32| {
+        let dumped: String = model
+            .vocab
+            .iter()
+            .enumerate()
+            .map(|(i, t)| ranks::dumps([(i as u32 + offset, t.as_slice())]))
+            .collect();
+        let parsed = ranks::parse(&dumped, "ranks").unwrap();
+        RankEncoder::new(RankModel {
+            vocab: parsed.vocab,
+            ranks: parsed.ranks,
+            pattern: model.settings.main_regex.clone(),
+            special: Vec::new(),
+        })
+        .unwrap()
+    };
+    let (low, high) = (make(0), make(1 << 31));
+    let mut seen = 0;
+    for text in texts.iter().take(100) {
+        let want: Vec<u32> = low
+            .encode_ordinary(text)
+            .unwrap()
+            .iter()
+            .map(|id| id + (1 << 31))
+            .collect();
+        assert_eq!(high.encode_ordinary(text).unwrap(), want);
+        seen += want.len();
+    }
+    assert!(seen > 1000);
 }

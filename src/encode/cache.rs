@@ -16,10 +16,12 @@
 //! thread count or order of texts (`tests` below force tiny tables).
 
 use std::cell::RefCell;
+use std::sync::Arc;
 
 use thread_local::ThreadLocal;
 
-use crate::key::ByteMap;
+use crate::error::Result;
+use crate::key::{ByteMap, Holds};
 use crate::tokens::TokenId;
 
 /// Pretokens longer than this (bytes) are merged every time: they are rare, and their ids
@@ -35,88 +37,140 @@ pub const MAX_PIECE: usize = 48;
 /// 11 bytes): 32,768 entries 76.3 MB per CPU-second, 65,536 135.7, 131,072 136.7.
 pub const DEFAULT_CAPACITY: usize = 1 << 17;
 
-/// One thread's table: pretoken bytes -> where its ids are in `ids`, packed as
-/// `start << LEN_BITS | length` (a [`ByteMap`]: one cache line per lookup; with a `hashbrown`
-/// map, two, and its lookups were 5 % of a 32K model's encoding samples).
+/// A value of a table's map with this bit set is a cached entry, packed as
+/// `CACHED | start << LEN_BITS | length` (its ids are `ids[start..start + length]`); without
+/// it, a token id (in a seeded table, see [`PieceCache::seeded`]).
+pub const CACHED: u32 = 1 << 31;
+
+/// One thread's table: pretoken bytes -> where its ids are in `ids` (a [`ByteMap`]: one
+/// cache line per lookup; with a `hashbrown` map, two, and its lookups were 5 % of a 32K
+/// model's encoding samples).  A seeded table also holds the encoder's tokens, so that one
+/// lookup answers both "is it a token" and "what did it become".
 pub struct Table {
     map: ByteMap,
     ids: Vec<TokenId>,
-    capacity: usize,
+    /// what `map` starts as and is reset to when full: the tokens, or nothing
+    seed: Arc<ByteMap>,
 }
 
 /// Bits of a packed entry that hold its length (`MAX_PIECE` fits).
 const LEN_BITS: u32 = 6;
-/// `ids` is emptied with the table before it reaches this many ids (so starts fit a `u32`).
-const MOST_IDS: usize = 1 << (32 - LEN_BITS);
+/// `ids` is emptied with the table before it reaches this many ids (so that a start fits
+/// below [`CACHED`]).
+const MOST_IDS: usize = 1 << (31 - LEN_BITS);
 
 impl Table {
-    fn new(capacity: usize) -> Table {
+    fn new(seed: &Arc<ByteMap>) -> Table {
         Table {
-            map: ByteMap::with_capacity(capacity),
+            map: (**seed).clone(),
             ids: Vec::new(),
-            capacity,
+            seed: seed.clone(),
         }
+    }
+
+    /// The ids of a cached entry, `value` (which has [`CACHED`] set).
+    #[inline]
+    pub fn ids(&self, value: u32) -> &[TokenId] {
+        debug_assert!(value & CACHED != 0);
+        let packed = (value & !CACHED) as usize;
+        let start = packed >> LEN_BITS;
+        &self.ids[start..start + (packed & ((1 << LEN_BITS) - 1))]
     }
 
     /// The ids of `piece` when this thread has seen it since its table was last emptied.
     #[inline]
     pub fn get(&self, piece: &[u8]) -> Option<&[TokenId]> {
-        let packed = self.map.get(piece)? as usize;
-        let start = packed >> LEN_BITS;
-        Some(&self.ids[start..start + (packed & ((1 << LEN_BITS) - 1))])
+        let value = self.map.get(piece)?;
+        (value & CACHED != 0).then(|| self.ids(value))
     }
 
     /// Forget every entry (the memory stays).
     fn restart(&mut self) {
-        self.map.clear();
+        self.map.copy_from(&self.seed);
         self.ids.clear();
     }
 
-    /// Remember that `piece` encodes to `ids` (ignored for a piece over [`MAX_PIECE`] bytes).
+    /// Remember that `piece`, which is not in the table, encodes to `ids` (ignored for a
+    /// piece over [`MAX_PIECE`] bytes).
     #[inline]
     pub fn insert(&mut self, piece: &[u8], ids: &[TokenId]) {
         if piece.len() > MAX_PIECE {
             return;
         }
-        if self.map.len() >= self.capacity || self.ids.len() + ids.len() > MOST_IDS {
+        if self.map.len() >= self.map.room() || self.ids.len() + ids.len() > MOST_IDS {
             self.restart();
         }
         debug_assert!(ids.len() <= MAX_PIECE, "every id stands for at least one byte");
-        if !self
-            .map
-            .insert(piece, (self.ids.len() << LEN_BITS | ids.len()) as u32)
-        {
-            // its long pieces reached `ByteMap::MOST_LONG`: start again (an empty map has room)
+        let packed = |start: usize| CACHED | (start << LEN_BITS | ids.len()) as u32;
+        if !self.map.insert(piece, packed(self.ids.len())) {
+            // its long pieces reached `ByteMap::MOST_LONG`: start again (the seed had room)
             self.restart();
-            let fits = self.map.insert(piece, ids.len() as u32);
-            debug_assert!(fits, "an empty map takes a piece of at most MAX_PIECE bytes");
+            let fits = self.map.insert(piece, packed(0));
+            debug_assert!(
+                fits,
+                "the seed leaves room for a piece of at most MAX_PIECE bytes"
+            );
         }
         self.ids.extend_from_slice(ids);
     }
 }
 
+// SAFETY: `Table` only inserts into its map and resets it from its seed, which has its shape
+unsafe impl Holds for &mut Table {
+    #[inline(always)]
+    fn map(&self) -> &ByteMap {
+        &self.map
+    }
+}
+
 /// The tables of all threads that used one encoder.
 pub struct PieceCache {
-    /// entries per thread; 0 turns the cache off
-    capacity: usize,
+    /// every thread's table starts as a copy of this; `None`: the cache is off
+    seed: Option<Arc<ByteMap>>,
     per_thread: ThreadLocal<RefCell<Table>>,
 }
 
 impl PieceCache {
+    /// A cache of `capacity` entries per thread (0 turns it off).
     pub fn new(capacity: usize) -> PieceCache {
         PieceCache {
-            capacity,
+            seed: (capacity > 0).then(|| Arc::new(ByteMap::with_capacity(capacity))),
             per_thread: ThreadLocal::new(),
         }
+    }
+
+    /// A cache whose tables also hold `tokens` (bytes -> id, put in in this order), with room
+    /// for `capacity` entries besides; off when `capacity` is 0 or an id has the bit
+    /// [`CACHED`] (a ranks file may give any rank up to 2**32 - 1).
+    ///
+    /// Why seeded tables (round 10, issue 15): the encoders looked every pretoken up in the
+    /// vocabulary's table, a block at a time with each slot prefetched, and a pretoken that
+    /// was not a token a second time, in this cache, one at a time.  On cl100k and texts of
+    /// 100,000 characters that second look-up was 16 % of the samples, nearly all of it
+    /// waiting for its slot.  In one table, every pretoken's one slot is prefetched with its
+    /// block.  Each thread's table is a copy of the tokens' (4-8 MB), made on its first use
+    /// and copied back when the table is full.
+    pub fn seeded<'a>(
+        tokens: impl IntoIterator<Item = (&'a [u8], TokenId)>,
+        capacity: usize,
+    ) -> Result<PieceCache> {
+        let tokens: Vec<(&[u8], TokenId)> = tokens.into_iter().collect();
+        if capacity == 0 || tokens.iter().any(|&(_, id)| id & CACHED != 0) {
+            return Ok(PieceCache::new(0));
+        }
+        Ok(PieceCache {
+            seed: Some(Arc::new(ByteMap::with_room(tokens, capacity)?)),
+            per_thread: ThreadLocal::new(),
+        })
     }
 
     /// Run `f` with this thread's table (`None` when the cache is off).  Not re-entrant: `f`
     /// must not encode with the same encoder (encoding never does).
     pub fn with<R>(&self, f: impl FnOnce(Option<&mut Table>) -> R) -> R {
-        if self.capacity == 0 {
+        let Some(seed) = &self.seed else {
             return f(None);
-        }
-        let cell = self.per_thread.get_or(|| RefCell::new(Table::new(self.capacity)));
+        };
+        let cell = self.per_thread.get_or(|| RefCell::new(Table::new(seed)));
         match cell.try_borrow_mut() {
             Ok(mut table) => f(Some(&mut table)),
             Err(_) => f(None), // re-entered: go without (same results, only slower)
@@ -143,5 +197,37 @@ mod tests {
             assert_eq!(t.get(&[b'x'; MAX_PIECE + 1]), None);
         });
         PieceCache::new(0).with(|t| assert!(t.is_none()));
+    }
+
+    #[test]
+    fn a_seeded_table_keeps_its_tokens_when_it_starts_again() {
+        let long = [b'y'; 20];
+        let tokens: [(&[u8], TokenId); 3] = [(b"a", 7), (b"bc", 8), (&long, 9)];
+        let cache = PieceCache::seeded(tokens, 2).unwrap();
+        cache.with(|t| {
+            let t = t.unwrap();
+            let value = |t: &Table, k: &[u8]| t.map.get(k);
+            t.insert(b"ab", &[7, 1]);
+            t.insert(&[b'z'; 30], &[2, 3]);
+            assert_eq!(t.get(b"ab"), Some(&[7, 1][..]));
+            assert_eq!(t.get(b"a"), None, "a token is not a cached entry");
+            t.insert(b"cd", &[4]); // full: back to the tokens
+            assert_eq!(t.get(b"ab"), None);
+            assert_eq!(t.get(&[b'z'; 30]), None);
+            assert_eq!(t.get(b"cd"), Some(&[4][..]));
+            for (k, id) in tokens {
+                assert_eq!(value(t, k), Some(id));
+            }
+            let v = value(t, b"cd").unwrap();
+            assert_eq!((v & CACHED != 0, t.ids(v)), (true, &[4][..]));
+        });
+        // an id with the flag bit cannot be told from an entry: no cache then
+        let high: [(&[u8], TokenId); 1] = [(b"a", CACHED)];
+        PieceCache::seeded(high, 2)
+            .unwrap()
+            .with(|t| assert!(t.is_none()));
+        PieceCache::seeded(tokens, 0)
+            .unwrap()
+            .with(|t| assert!(t.is_none()));
     }
 }
