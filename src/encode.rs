@@ -666,10 +666,14 @@ impl Encoder {
         if state.failed.is_some() {
             return;
         }
+        if let (Some(value), Some(t), true) = (value, table.as_deref(), self.super_ranks.is_empty()) {
+            t.extend(value, out); // the common case, without the buffer
+            return;
+        }
         let tokens = &mut state.tokens;
         tokens.clear();
         if let (Some(value), Some(t)) = (value, table.as_deref()) {
-            tokens.extend_from_slice(t.ids(value));
+            t.extend(value, tokens);
         } else {
             if let Err(e) = self.merge_pretoken(raw, tokens) {
                 state.failed = Some(e);

@@ -305,7 +305,7 @@ impl RankEncoder {
         error: &mut Option<Error>,
     ) {
         if let Some(value) = value {
-            out.extend_from_slice(table.ids(value));
+            table.extend(value, out);
             return;
         }
         let start = out.len();

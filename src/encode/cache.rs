@@ -77,6 +77,31 @@ impl Table {
         &self.ids[start..start + (packed & ((1 << LEN_BITS) - 1))]
     }
 
+    /// Append the ids of a cached entry, `value`, to `out`.  Most entries are a few ids, and
+    /// `extend_from_slice` copied them with a call of `memcpy`, 3-4 % of cl100k's encoding
+    /// samples (perf, texts of 100,000 characters); here eight ids are copied at once, as
+    /// two 16-byte moves, whatever the entry's length, and `out` grows by the entry's.
+    #[inline]
+    pub fn extend(&self, value: u32, out: &mut Vec<TokenId>) {
+        debug_assert!(value & CACHED != 0);
+        let packed = (value & !CACHED) as usize;
+        let (start, len) = (packed >> LEN_BITS, packed & ((1 << LEN_BITS) - 1));
+        match self.ids.get(start..start + 8) {
+            Some(eight) if len <= 8 => {
+                let eight: [TokenId; 8] = eight.try_into().unwrap();
+                out.reserve(8);
+                // SAFETY: `reserve` made room for eight more ids; the first `len` of them are
+                // the entry's (`ids[start..start + len]`), and only those are counted in
+                unsafe {
+                    let end = out.as_mut_ptr().add(out.len());
+                    (end as *mut [TokenId; 8]).write_unaligned(eight);
+                    out.set_len(out.len() + len);
+                }
+            }
+            _ => out.extend_from_slice(self.ids(value)),
+        }
+    }
+
     /// The ids of `piece` when this thread has seen it since its table was last emptied.
     #[inline]
     pub fn get(&self, piece: &[u8]) -> Option<&[TokenId]> {
