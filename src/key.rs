@@ -475,7 +475,9 @@ impl ByteMap {
 /// Also dropped in round 9: buckets of four slots compared at once with SSE2, which halved
 /// the shortcut's mispredicted branches (callgrind) but added 20-25 instructions a pretoken,
 /// for no gain in time; putting a vocabulary's tokens in by rank did most of that for free
-/// (see `RankEncoder::new`).
+/// (see `RankEncoder::new`).  Since round 10 the encoders look their pretokens up in a
+/// per-thread table that holds the tokens and the cache's entries alike (see
+/// `PieceCache::seeded`), which `found` adds to as it goes ([`Holds`]).
 pub struct Prefetched<'a, 'w, H: Holds, F: FnMut(&mut H, &'a [u8], Option<u32>)> {
     /// the map, or what holds it
     held: H,
