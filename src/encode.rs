@@ -380,7 +380,7 @@ impl Encoder {
                 .filter(|&i| enc.reachable[i])
                 .map(|i| (enc.vocab[i].as_slice(), i as TokenId)),
         )?;
-        enc.cache = enc.seeded_cache(cache::DEFAULT_CAPACITY)?;
+        enc.cache = enc.seeded_cache(cache::default_capacity(enc.shortcut.len()))?;
         Ok(enc)
     }
 

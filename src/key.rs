@@ -275,7 +275,7 @@ impl ByteMap {
             h.write_usize(keys);
             h.finish() | 1
         };
-        let slots = (keys * 8 / 5 + 1).next_power_of_two().max(8);
+        let slots = ByteMap::slots_for(keys);
         // (slot indices are kept as `u32` in probes; 2**32 slots would be 64 GB)
         assert!(slots as u64 <= 1 << 32, "a ByteMap for {keys} keys");
         ByteMap {
@@ -285,6 +285,12 @@ impl ByteMap {
             len: 0,
             keys,
         }
+    }
+
+    /// The slots of a map for `keys` keys: a power of two, at most 5/8 of them full (so one
+    /// at least is always empty, where a search for a missing key ends).
+    pub fn slots_for(keys: usize) -> usize {
+        (keys * 8 / 5).next_power_of_two().max(8)
     }
 
     /// Remove every key (the memory stays).

@@ -140,7 +140,7 @@ impl RankEncoder {
         // shortcut goes in by id, which is the same order.)
         let tokens = by_rank(&model);
         let lookup = ByteMap::new(tokens.iter().copied())?;
-        let cache = PieceCache::seeded(tokens, cache::DEFAULT_CAPACITY)?;
+        let cache = PieceCache::seeded(tokens.iter().copied(), cache::default_capacity(tokens.len()))?;
         let decoder = TokenBytes::new(model.vocab.iter().map(|(&i, t)| (i, t.as_slice())));
         Ok(RankEncoder {
             model,

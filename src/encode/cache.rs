@@ -42,6 +42,14 @@ pub const MAX_PIECE: usize = 48;
 /// 11 bytes): 32,768 entries 76.3 MB per CPU-second, 65,536 135.7, 131,072 136.7.
 pub const DEFAULT_CAPACITY: usize = 1 << 17;
 
+/// The capacity of a seeded table of `tokens` tokens by default: [`DEFAULT_CAPACITY`]
+/// entries, or more where the slots those need hold more at 5/8 full (cl100k's 100,256
+/// tokens and 131,072 entries make a table of 524,288 slots, 8 MB, which holds 227,424
+/// entries besides its tokens; a 32K model's table is 4 MB).
+pub fn default_capacity(tokens: usize) -> usize {
+    ByteMap::slots_for(tokens + DEFAULT_CAPACITY) * 5 / 8 - tokens
+}
+
 /// A value of a table's map with this bit set is a cached entry, packed as
 /// `CACHED | start << LEN_BITS | length` (its ids are `ids[start..start + length]`); without
 /// it, a token id (in a seeded table, see [`PieceCache::seeded`]).
@@ -182,11 +190,11 @@ impl PieceCache {
     /// interleaved rounds: cl100k lines 290.5 -> 338.4 MB per CPU-second and 100,000-character
     /// texts 340.7 -> 401.4 (fastokens 254.0 and 453.4), a 32K BPE model's lines 290.5 ->
     /// 361.5 (fastokens 268.1).  The price is memory: each thread's table is a copy of the
-    /// seed (8 MB for cl100k or a 32K model with the default capacity, made on the thread's
+    /// seed (8 MB for cl100k, 4 MB for a 32K model, see [`default_capacity`]; made on the thread's
     /// first use and copied back when the table is full), and the seed is kept; peak RSS of
-    /// a two-thread encoding of cl100k went from 158 to 170 MB.  A capacity of 65,536
-    /// instead of 131,072 (a 4 MB table for a 32K model) encoded as fast (367.0 against
-    /// 365.3), and was not taken: more restarts on long runs.
+    /// a two-thread encoding of cl100k went from 158 to 170 MB.  (A 32K model's table was
+    /// 8 MB at first, for want of one slot, see [`ByteMap::slots_for`]; at 4 MB, with 65,536
+    /// entries, it encoded as fast: 367.0 against 365.3 MB per CPU-second.)
     pub fn seeded<'a>(
         tokens: impl IntoIterator<Item = (&'a [u8], TokenId)>,
         capacity: usize,
