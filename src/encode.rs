@@ -397,7 +397,7 @@ impl Encoder {
     /// The same encoder with `capacity` cache entries per thread (0: no cache); for tests
     /// that force tiny tables.
     pub fn with_cache_capacity(mut self, capacity: usize) -> Result<Encoder> {
-        self.cache = self.seeded_cache(capacity)?;
+        self.cache = self.seeded_cache(capacity)?.at_once();
         Ok(self)
     }
 
@@ -552,7 +552,7 @@ impl Encoder {
     fn encode_into(&self, text: &str, shortcut: bool, out: &mut Vec<TokenId>) -> Result<()> {
         if shortcut {
             self.cache
-                .with(|table| self.encode_pieces(text, true, table, out))
+                .with(text.len(), |table| self.encode_pieces(text, true, table, out))
         } else {
             self.encode_pieces(text, false, None, out)
         }

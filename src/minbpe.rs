@@ -334,7 +334,7 @@ impl MinbpeEncoder {
     pub fn encode_ordinary(&self, text: &str) -> Result<Vec<u32>> {
         let mut out = Vec::with_capacity(text.len() / 3);
         let rank = |a: u32, b: u32| self.ranks.get(&(a, b)).copied();
-        self.cache.with(|mut table| {
+        self.cache.with(text.len(), |mut table| {
             let mut one = |chunk: &str| {
                 let raw = chunk.as_bytes();
                 if let Some(ids) = table.as_deref().and_then(|t| t.get(raw)) {

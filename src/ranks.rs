@@ -153,7 +153,7 @@ impl RankEncoder {
 
     /// The same encoder with `capacity` cache entries per thread (0: no cache); for tests.
     pub fn with_cache_capacity(mut self, capacity: usize) -> Result<RankEncoder> {
-        self.cache = PieceCache::seeded(by_rank(&self.model), capacity)?;
+        self.cache = PieceCache::seeded(by_rank(&self.model), capacity)?.at_once();
         Ok(self)
     }
 
@@ -258,7 +258,7 @@ impl RankEncoder {
     ///   table of the 2,048 to 32,768 lowest ranks (61-87 % of the pieces; 25-30 against 18 ns
     ///   a piece without prefetching).
     fn encode_into(&self, text: &str, out: &mut Vec<u32>) -> Result<()> {
-        self.cache.with(|table| {
+        self.cache.with(text.len(), |table| {
             let mut error = None;
             let mut block = Block::default();
             match table {

@@ -7,12 +7,14 @@
 mod common;
 
 use common::{golden, texts};
+use superword::encode::cache::DEFAULT_CAPACITY;
 use superword::encode::{Encode, Encoder};
 use superword::model::v2;
 use superword::ranks::{self, RankEncoder, RankModel};
 
-/// Cache sizes: off, emptied at every insertion, every few, and the default.
-const CAPACITIES: [Option<usize>; 4] = [Some(0), Some(1), Some(3), None];
+/// Cache sizes: off, emptied at every insertion, every few, the default size made at once,
+/// and the encoder as made (whose threads make their tables after a megabyte of text).
+const CAPACITIES: [Option<usize>; 5] = [Some(0), Some(1), Some(3), Some(DEFAULT_CAPACITY), None];
 
 /// Encode `texts` one by one, then as a batch on two threads forwards and backwards, and
 /// check all three against `want`.

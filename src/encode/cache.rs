@@ -165,14 +165,27 @@ unsafe impl Holds for &mut Table {
 pub struct PieceCache {
     /// every thread's table starts as a copy of this; `None`: the cache is off
     seed: Option<Arc<ByteMap>>,
-    per_thread: ThreadLocal<RefCell<Table>>,
+    /// bytes of text a thread encodes without a table before it makes one
+    table_after: usize,
+    per_thread: ThreadLocal<RefCell<PerThread>>,
 }
+
+/// A thread's part of a [`PieceCache`].
+enum PerThread {
+    /// no table yet; the bytes of text encoded so far
+    Waiting(usize),
+    Ready(Table),
+}
+
+/// Bytes of text a thread encodes before it makes a seeded table (see [`PieceCache::with`]).
+pub const TABLE_AFTER: usize = 1 << 20;
 
 impl PieceCache {
     /// A cache of `capacity` entries per thread (0 turns it off).
     pub fn new(capacity: usize) -> PieceCache {
         PieceCache {
             seed: (capacity > 0).then(|| Arc::new(ByteMap::with_capacity(capacity))),
+            table_after: 0,
             per_thread: ThreadLocal::new(),
         }
     }
@@ -205,20 +218,46 @@ impl PieceCache {
         }
         Ok(PieceCache {
             seed: Some(Arc::new(ByteMap::with_room(tokens, capacity)?)),
+            table_after: TABLE_AFTER,
             per_thread: ThreadLocal::new(),
         })
     }
 
-    /// Run `f` with this thread's table (`None` when the cache is off).  Not re-entrant: `f`
-    /// must not encode with the same encoder (encoding never does).
-    pub fn with<R>(&self, f: impl FnOnce(Option<&mut Table>) -> R) -> R {
+    /// The same cache, but a thread makes its table on its first text (for tests).
+    pub fn at_once(mut self) -> PieceCache {
+        self.table_after = 0;
+        self
+    }
+
+    /// Run `f`, which encodes `bytes` bytes of text, with this thread's table (`None` when
+    /// the cache is off).  Not re-entrant: `f` must not encode with the same encoder
+    /// (encoding never does).
+    ///
+    /// A seeded table is a copy of the seed, 4-8 MB, which this machine takes several
+    /// milliseconds to make (fresh pages), and which the thread keeps as long as the
+    /// encoder lives.  So a thread makes it only once it has encoded [`TABLE_AFTER`] bytes:
+    /// a server's threads that encode a message now and then hold no table, and a thread
+    /// that encodes much pays for it with its first megabyte.  Until then the thread
+    /// encodes without a cache (the same results).
+    pub fn with<R>(&self, bytes: usize, f: impl FnOnce(Option<&mut Table>) -> R) -> R {
         let Some(seed) = &self.seed else {
             return f(None);
         };
-        let cell = self.per_thread.get_or(|| RefCell::new(Table::new(seed)));
-        match cell.try_borrow_mut() {
-            Ok(mut table) => f(Some(&mut table)),
-            Err(_) => f(None), // re-entered: go without (same results, only slower)
+        let cell = self.per_thread.get_or(|| RefCell::new(PerThread::Waiting(0)));
+        let Ok(mut mine) = cell.try_borrow_mut() else {
+            return f(None); // re-entered: go without (same results, only slower)
+        };
+        if let PerThread::Waiting(seen) = &mut *mine {
+            *seen = seen.saturating_add(bytes);
+            if *seen <= self.table_after {
+                drop(mine);
+                return f(None);
+            }
+            *mine = PerThread::Ready(Table::new(seed));
+        }
+        match &mut *mine {
+            PerThread::Ready(table) => f(Some(table)),
+            PerThread::Waiting(_) => unreachable!("a table was just made"),
         }
     }
 }
@@ -230,7 +269,7 @@ mod tests {
     #[test]
     fn a_full_table_starts_again_and_long_pieces_are_not_kept() {
         let cache = PieceCache::new(2);
-        cache.with(|t| {
+        cache.with(1, |t| {
             let t = t.unwrap();
             t.insert(b"ab", &[1, 2]);
             t.insert(b"cd", &[3]);
@@ -241,15 +280,15 @@ mod tests {
             t.insert(&[b'x'; MAX_PIECE + 1], &[7]);
             assert_eq!(t.get(&[b'x'; MAX_PIECE + 1]), None);
         });
-        PieceCache::new(0).with(|t| assert!(t.is_none()));
+        PieceCache::new(0).with(1, |t| assert!(t.is_none()));
     }
 
     #[test]
     fn a_seeded_table_keeps_its_tokens_when_it_starts_again() {
         let long = [b'y'; 20];
         let tokens: [(&[u8], TokenId); 3] = [(b"a", 7), (b"bc", 8), (&long, 9)];
-        let cache = PieceCache::seeded(tokens, 2).unwrap();
-        cache.with(|t| {
+        let cache = PieceCache::seeded(tokens, 2).unwrap().at_once();
+        cache.with(1, |t| {
             let t = t.unwrap();
             let value = |t: &Table, k: &[u8]| t.map.get(k);
             t.insert(b"ab", &[7, 1]);
@@ -270,9 +309,26 @@ mod tests {
         let high: [(&[u8], TokenId); 1] = [(b"a", CACHED)];
         PieceCache::seeded(high, 2)
             .unwrap()
-            .with(|t| assert!(t.is_none()));
+            .with(1, |t| assert!(t.is_none()));
         PieceCache::seeded(tokens, 0)
             .unwrap()
-            .with(|t| assert!(t.is_none()));
+            .with(1, |t| assert!(t.is_none()));
+    }
+
+    #[test]
+    fn a_thread_makes_its_seeded_table_once_it_has_encoded_enough() {
+        let tokens: [(&[u8], TokenId); 1] = [(b"a", 7)];
+        let cache = PieceCache::seeded(tokens, 4).unwrap();
+        let half = TABLE_AFTER / 2;
+        cache.with(half, |t| assert!(t.is_none()));
+        cache.with(half, |t| assert!(t.is_none()));
+        cache.with(1, |t| t.unwrap().insert(b"ab", &[7, 1]));
+        cache.with(0, |t| assert_eq!(t.unwrap().get(b"ab"), Some(&[7, 1][..])));
+        // another thread starts from nothing
+        std::thread::scope(|s| {
+            s.spawn(|| cache.with(TABLE_AFTER, |t| assert!(t.is_none())));
+        });
+        // a plain cache (minbpe's) makes its table on the first text
+        PieceCache::new(4).with(1, |t| assert!(t.is_some()));
     }
 }
