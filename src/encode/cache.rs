@@ -177,6 +177,12 @@ enum PerThread {
     Ready(Table),
 }
 
+/// A vocabulary whose long tokens (over 11 bytes, kept apart from the slots) take more bytes
+/// than this gets no cache: every thread would copy them.  Real vocabularies are far below
+/// (cl100k's take 133 KB); a hand-made ranks file of huge tokens must not multiply its
+/// memory by the number of threads.
+const SEED_MOST_LONG: usize = 32 << 20;
+
 /// Bytes of text a thread encodes before it makes a seeded table (see [`PieceCache::with`]).
 pub const TABLE_AFTER: usize = 1 << 20;
 
@@ -191,8 +197,9 @@ impl PieceCache {
     }
 
     /// A cache whose tables also hold `tokens` (bytes -> id, put in in this order), with room
-    /// for `capacity` entries besides; off when `capacity` is 0 or an id has the bit
-    /// [`CACHED`] (a ranks file may give any rank up to 2**32 - 1).
+    /// for `capacity` entries besides; off when `capacity` is 0, when an id has the bit
+    /// [`CACHED`] (a ranks file may give any rank up to 2**32 - 1), or when the long tokens
+    /// take more than [`SEED_MOST_LONG`] bytes.
     ///
     /// Why seeded tables (round 10, issue 15): the encoders looked every pretoken up in the
     /// vocabulary's table, a block at a time with each slot prefetched, and a pretoken that
@@ -216,8 +223,12 @@ impl PieceCache {
         if capacity == 0 || tokens.iter().any(|&(_, id)| id & CACHED != 0) {
             return Ok(PieceCache::new(0));
         }
+        let seed = ByteMap::with_room(tokens, capacity)?;
+        if seed.long_bytes() > SEED_MOST_LONG {
+            return Ok(PieceCache::new(0));
+        }
         Ok(PieceCache {
-            seed: Some(Arc::new(ByteMap::with_room(tokens, capacity)?)),
+            seed: Some(Arc::new(seed)),
             table_after: TABLE_AFTER,
             per_thread: ThreadLocal::new(),
         })
