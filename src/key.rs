@@ -261,6 +261,18 @@ impl ByteMap {
         self.keys = other.keys;
     }
 
+    /// An empty map of the same shape (slots and seed) as this one, so that it can be
+    /// [`ByteMap::copy_from`] it; its slots' pages are left to be zeroed on first touch.
+    pub fn empty_like(&self) -> ByteMap {
+        ByteMap {
+            slots: vec![EMPTY_SLOT; self.slots.len()].into_boxed_slice(),
+            long: Vec::new(),
+            seed: self.seed,
+            len: 0,
+            keys: self.keys,
+        }
+    }
+
     /// The most keys this map holds.
     pub fn room(&self) -> usize {
         self.keys

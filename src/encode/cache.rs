@@ -75,7 +75,12 @@ const MOST_IDS: usize = 1 << (31 - LEN_BITS);
 impl Table {
     fn new(seed: &Arc<ByteMap>) -> Table {
         Table {
-            map: (**seed).clone(),
+            // (an empty seed is not copied: a fresh table's pages are zeroed as they are used)
+            map: if seed.is_empty() {
+                seed.empty_like()
+            } else {
+                (**seed).clone()
+            },
             ids: Vec::new(),
             seed: seed.clone(),
         }
@@ -129,7 +134,11 @@ impl Table {
 
     /// Forget every entry (the memory stays).
     fn restart(&mut self) {
-        self.map.copy_from(&self.seed);
+        if self.seed.is_empty() {
+            self.map.clear();
+        } else {
+            self.map.copy_from(&self.seed);
+        }
         self.ids.clear();
     }
 
