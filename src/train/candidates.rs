@@ -67,6 +67,8 @@ impl CutCandidates {
 trait Source: Sync {
     fn parts(&self) -> usize;
     fn for_each<'s>(&'s self, part: usize, f: impl FnMut(&'s [TokenId], u64));
+    /// How many tokens all parts hold (at least the number of pair occurrences).
+    fn tokens(&self) -> usize;
 }
 
 /// Candidates of one counting table, back to back: `lens[i]` tokens with count `counts[i]`.
@@ -169,6 +171,10 @@ impl Source for [Flat] {
             start = end;
         }
     }
+
+    fn tokens(&self) -> usize {
+        self.iter().map(|flat| flat.tokens.len()).sum()
+    }
 }
 
 /// Supermerge candidates as [`flatten`] leaves them, not added up (the same candidate may
@@ -232,6 +238,10 @@ impl Source for ListSource<'_> {
         for (tokens, count) in &self.list[part * self.per..end] {
             f(tokens, *count);
         }
+    }
+
+    fn tokens(&self) -> usize {
+        self.list.iter().map(|(tokens, _)| tokens.len()).sum()
     }
 }
 
@@ -359,12 +369,21 @@ fn pair_key(a: TokenId, b: TokenId) -> u64 {
     (a as u64) << 32 | b as u64
 }
 
-/// [`strong_pairs`]' filter has 2**`FILTER_BITS` counters per part of the source (4 MB).
-/// More counters let fewer weak pairs through but stay less in cache: at 100 MB of
+/// [`strong_pairs`]' filter has at most 2**`FILTER_BITS` counters per part of the source
+/// (4 MB).  More counters let fewer weak pairs through but stay less in cache: at 100 MB of
 /// Gutenberg, 32,768 (threshold 44), 2**20 counters let 60,509 pairs through and took
 /// 0.37-0.46 s of the pair step, 2**22 let 38,907 through and took 0.83-1.07 s (one thread,
 /// three interleaved runs each; 2**19 and 2**21 were no better than 2**20).
 const FILTER_BITS: u32 = 20;
+
+/// The filter's size for `source`: 2**[`FILTER_BITS`] counters, or fewer for a small source,
+/// at least four per token (so per pair occurrence).  (Round 10: the 4 MB filter was zeroed
+/// for the few tens of thousands of pair occurrences of a small training, 4.7 M
+/// instructions of `memset` per cut on taylorswift.txt, and as many fresh pages.)
+fn filter_bits<S: Source + ?Sized>(source: &S) -> u32 {
+    let room = (source.tokens().max(1) * 4).next_power_of_two();
+    room.trailing_zeros().clamp(10, FILTER_BITS)
+}
 
 /// The two counters of a pair in a filter of 2**`bits` counters.
 #[inline]
@@ -462,7 +481,7 @@ fn cut_source<S: Source + ?Sized>(source: &S, threshold: u64, n_tokens: usize) -
     // 1. the pairs of two different tokens that occur more than `threshold` times (few: the
     // table stays in cache for step 2)
     let shards = rayon::current_num_threads().max(1);
-    let strong = strong_pairs(source, threshold, FILTER_BITS);
+    let strong = strong_pairs(source, threshold, filter_bits(source));
     let weak = |a: TokenId, b: TokenId| a != b && !strong.contains(&pair_key(a, b));
     // 2. cut every candidate, part by part in parallel, and add the segments up; a token
     // standing alone only adds to its count
