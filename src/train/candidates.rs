@@ -196,6 +196,11 @@ impl FlatCandidates {
         self.len() == 0
     }
 
+    /// How many tokens the candidates hold.
+    pub fn tokens(&self) -> usize {
+        self.0.tokens()
+    }
+
     /// Every candidate with its count, in a fixed order.
     pub fn iter(&self) -> impl Iterator<Item = (&[TokenId], u64)> + Clone {
         self.0.iter().flat_map(|flat| {
