@@ -83,6 +83,8 @@ pub fn train_words(
         Some(seq)
     });
     let mut state = MergeState::new(seqs.zip(words).map(|(s, w)| (s, w.1)), &vocab);
+    // (each merge shortens a word, so there are fewer merges than tokens)
+    vocab.reserve(vocab_size.saturating_sub(vocab.len()).min(flat.len()));
     drop((flat, ends));
     let deletes = picky.deletes();
     if deletes {
