@@ -23,6 +23,21 @@ pub struct Vocab {
     bounds: Vec<usize>,
     /// ids, found by the hash of their bytes
     index: HashTable<TokenId>,
+    /// each token's [`prefix_key`], by id
+    keys: Vec<u64>,
+}
+
+/// The first 8 bytes of a token, big-endian and zero-padded: comparing two keys orders two
+/// tokens by bytes whenever the keys differ (a zero pad stands where the shorter token ended,
+/// and the shorter sorts first).  Equal keys fall back to comparing the bytes.  Kept by
+/// [`Vocab`] for every token: the merge loop's heap makes two for each entry it pushes
+/// (Round 10: made from the bytes each time, they were a third of a push).
+#[inline]
+pub fn prefix_key(bytes: &[u8]) -> u64 {
+    let mut k = [0u8; 8];
+    let n = bytes.len().min(8);
+    k[..n].copy_from_slice(&bytes[..n]);
+    u64::from_be_bytes(k)
 }
 
 impl Default for Vocab {
@@ -31,6 +46,7 @@ impl Default for Vocab {
             data: Vec::new(),
             bounds: vec![0],
             index: HashTable::new(),
+            keys: Vec::new(),
         }
     }
 }
@@ -85,7 +101,12 @@ impl Vocab {
 
     /// The id of `bytes`, adding it if new; `(id, added)`.
     pub fn add(&mut self, bytes: &[u8]) -> (TokenId, bool) {
-        let Vocab { data, bounds, index } = self;
+        let Vocab {
+            data,
+            bounds,
+            index,
+            keys,
+        } = self;
         let entry = index.entry(
             hash_of(bytes),
             |&id| slice(data, bounds, id) == bytes,
@@ -98,6 +119,7 @@ impl Vocab {
                 e.insert(id);
                 data.extend_from_slice(bytes);
                 bounds.push(data.len());
+                keys.push(prefix_key(bytes));
                 (id, true)
             }
         }
@@ -106,9 +128,15 @@ impl Vocab {
     /// Room for `n` more tokens (growing the table of ids as tokens come was a quarter of the
     /// cost of adding them).
     pub fn reserve(&mut self, n: usize) {
-        let Vocab { data, bounds, index } = self;
+        let Vocab {
+            data,
+            bounds,
+            index,
+            keys,
+        } = self;
         index.reserve(n, |&id| hash_of(slice(data, bounds, id)));
         bounds.reserve(n);
+        keys.reserve(n);
     }
 
     pub fn id(&self, bytes: &[u8]) -> Option<TokenId> {
@@ -120,6 +148,12 @@ impl Vocab {
     #[inline]
     pub fn bytes(&self, id: TokenId) -> &[u8] {
         slice(&self.data, &self.bounds, id)
+    }
+
+    /// Token `id`'s [`prefix_key`].
+    #[inline]
+    pub fn key(&self, id: TokenId) -> u64 {
+        self.keys[id as usize]
     }
 
     pub fn len(&self) -> usize {

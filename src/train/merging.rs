@@ -67,18 +67,8 @@ pub fn apply_merge(tokens: &mut Vec<TokenId>, pair: Pair, merged: TokenId) -> bo
     changed
 }
 
-/// The first 8 bytes of a token, big-endian and zero-padded: comparing two keys orders two
-/// tokens by bytes whenever the keys differ (a zero pad stands where the shorter token ended,
-/// and the shorter sorts first).  Equal keys fall back to comparing the bytes.
-#[inline]
-fn prefix_key(bytes: &[u8]) -> u64 {
-    let mut k = [0u8; 8];
-    let n = bytes.len().min(8);
-    k[..n].copy_from_slice(&bytes[..n]);
-    u64::from_be_bytes(k)
-}
-
-/// A heap entry: the count, the pair, and the prefix keys of its two tokens.
+/// A heap entry: the count, the pair, and the prefix keys of its two tokens (see
+/// [`crate::tokens::prefix_key`]).
 #[derive(Clone, Copy)]
 struct Entry {
     count: u64,
@@ -140,8 +130,8 @@ impl PairHeap {
     fn entry(vocab: &Vocab, count: u64, pair: Pair) -> Entry {
         Entry {
             count,
-            left_key: prefix_key(vocab.bytes(pair.0)),
-            right_key: prefix_key(vocab.bytes(pair.1)),
+            left_key: vocab.key(pair.0),
+            right_key: vocab.key(pair.1),
             pair,
         }
     }
