@@ -386,10 +386,11 @@ fn truncated<T>(mut v: Vec<T>, n: usize) -> Vec<T> {
     v
 }
 
-/// The BoundlessBPE model from phase 2's result.
+/// The BoundlessBPE model from phase 2's result; `merges` and `deletions` are the word
+/// model's.
 fn boundless_model(
     config: &Config,
-    word_model: Model,
+    (merges, deletions): (Vec<Merge>, Vec<Deletion>),
     b: Boundless,
     ngrams: Option<Vec<Vec<Vec<u8>>>>,
 ) -> Model {
@@ -403,11 +404,11 @@ fn boundless_model(
             .collect(),
         counts: b.order.iter().map(|&t| b.counts[t as usize]).collect(),
         is_super: b.is_super,
-        merges: truncated(word_model.merges, b.used),
+        merges: truncated(merges, b.used),
         supermerges: to_bytes(&b.phase2_vocab, &b.supermerges),
         special_tokens: Vec::new(),
         ngrams,
-        deletions: truncated(word_model.deletions, b.deletions_used),
+        deletions: truncated(deletions, b.deletions_used),
     }
 }
 
@@ -468,11 +469,19 @@ fn train_counted(counts: Counts, config: &Config, control: &dyn Control, stats: 
     };
     let singles = config.algorithm != Algorithm::Bpe;
     let mut word = train_words(&words, phase1_size, config.picky, singles, control)?;
-    let word_model = word_model(&config.settings, &word);
-    stats.push(("phase1", clock.elapsed().as_secs_f64()));
     if config.algorithm == Algorithm::Bpe {
-        return Ok(word_model);
+        let model = word_model(&config.settings, &word);
+        stats.push(("phase1", clock.elapsed().as_secs_f64()));
+        return Ok(model);
     }
+    // the final models keep the word model's merges and deletions; its vocabulary and counts
+    // are made only for an encoder (below).  (Round 10: made and dropped, they were 5,000
+    // vectors and 0.9-1.3 M instructions of a small training, taylorswift.txt at 5,000.)
+    let word_parts = (
+        to_bytes(&word.vocab, &word.merges),
+        deletions_to_bytes(&word.vocab, &word.deletions),
+    );
+    stats.push(("phase1", clock.elapsed().as_secs_f64()));
 
     // 3. supermerge candidates: letter runs cut at pretokens that are not single tokens
     let clock = Instant::now();
@@ -483,7 +492,7 @@ fn train_counted(counts: Counts, config: &Config, control: &dyn Control, stats: 
     let token_of: Vec<Option<TokenId>> = match word.single.take() {
         Some(single) => single,
         None => {
-            let encoder = Encoder::new(&word_model, false)?;
+            let encoder = Encoder::new(&word_model(&config.settings, &word), false)?;
             // (the encoder's ids are the final vocabulary's; training's are `word.order`'s)
             words
                 .par_iter()
@@ -555,7 +564,7 @@ fn train_counted(counts: Counts, config: &Config, control: &dyn Control, stats: 
             // training, taylorswift.txt at 5,000)
             let vocab = std::mem::take(&mut word.vocab);
             let b = train_boundless(&word, vocab, candidates, control)?;
-            boundless_model(config, word_model, b, ngrams)
+            boundless_model(config, word_parts, b, ngrams)
         }
         (Algorithm::SuperBpe(n), Stage3::Whole(candidates)) => {
             // cutting at four times the smallest regular merge's count is a guess: if the
@@ -576,11 +585,11 @@ fn train_counted(counts: Counts, config: &Config, control: &dyn Control, stats: 
                 vocab: s.order.iter().map(|&t| s.vocab.bytes(t).to_vec()).collect(),
                 counts: s.order.iter().map(|&t| s.counts[t as usize]).collect(),
                 is_super: (0..s.order.len()).map(|i| i >= order_len).collect(),
-                merges: word_model.merges,
+                merges: word_parts.0,
                 supermerges: to_bytes(&s.vocab, &s.supermerges),
                 special_tokens: Vec::new(),
                 ngrams,
-                deletions: word_model.deletions,
+                deletions: word_parts.1,
             }
         }
         _ => unreachable!("stage 3 makes the candidates phase 2 needs"),
