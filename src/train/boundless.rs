@@ -73,7 +73,8 @@ pub fn train_boundless(
 /// bytes have one id (`Vocab::add`), and phase-2 ids start as the word model's.  (Round 10:
 /// it was kept as bytes, with a `HashSet` of byte vectors for "in it", two allocations and a
 /// SipHash per token added, and the word model's vocabulary was cloned: 7.5 M of the 12.8 M
-/// instructions of phase 2 on taylorswift.txt at 5,000.)
+/// instructions of phase 2 on taylorswift.txt at 5,000.  A regular merge's token is the one
+/// phase 1 made, [`WordModel::made`]: finding it by its bytes was another 0.5 M.)
 fn train_floored(
     word: &WordModel,
     vocab: Vocab,
@@ -135,7 +136,6 @@ fn train_floored(
             *deleted += 1;
         }
     };
-    let mut bytes: Vec<u8> = Vec::new();
     while order.len() < target {
         replay_deletions(used, &mut deleted, &mut known, &mut order, &mut is_super);
         let regular_count = word.merges.get(used).map_or(-1, |m| m.count as i128);
@@ -147,15 +147,7 @@ fn train_floored(
                 add(id, true, &mut known, &mut order, &mut is_super);
             }
             _ if used < word.merges.len() => {
-                let (l, r) = word.merges[used].pair;
-                bytes.clear();
-                bytes.extend_from_slice(phase2_vocab.bytes(l));
-                bytes.extend_from_slice(phase2_vocab.bytes(r));
-                // (phase 1 made this token: the vocabulary holds it)
-                let id = phase2_vocab
-                    .id(&bytes)
-                    .expect("a regular merge's token is in the word vocabulary");
-                add(id, false, &mut known, &mut order, &mut is_super);
+                add(word.made[used], false, &mut known, &mut order, &mut is_super);
                 used += 1;
                 replay_deletions(used, &mut deleted, &mut known, &mut order, &mut is_super);
             }
@@ -217,7 +209,7 @@ mod tests {
             let picky = round % 2 == 1;
             let mut vocab = Vocab::base();
             let letters: Vec<u32> = (b'a'..=b'l').map(|b| vocab.id(&[b]).unwrap()).collect();
-            let mut merges = Vec::new();
+            let (mut merges, mut made) = (Vec::new(), Vec::new());
             let mut order: Vec<u32> = (0..vocab.len() as u32).collect();
             let mut deletions: Vec<(usize, u32)> = Vec::new();
             let mut count = 40 + rng.below(40);
@@ -225,6 +217,7 @@ mod tests {
                 let (l, r) = (letters[rng.below(12) as usize], letters[rng.below(12) as usize]);
                 let bytes = [vocab.bytes(l), vocab.bytes(r)].concat();
                 let (id, _) = vocab.add(&bytes);
+                made.push(id);
                 merges.push(TrainMerge {
                     pair: (l, r),
                     count,
@@ -258,6 +251,7 @@ mod tests {
             let n = vocab.len();
             let word = WordModel {
                 merges,
+                made,
                 order,
                 vocab,
                 deletions,

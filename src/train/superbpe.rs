@@ -95,7 +95,9 @@ pub fn train_superbpe(
     let mut supermerges: Vec<TrainMerge> = Vec::new();
     let mut merged_ids: Vec<TokenId> = Vec::new();
     let mut order: Vec<TokenId> = word_order.to_vec();
-    let mut known: rustc_hash::FxHashSet<TokenId> = word_order.iter().copied().collect();
+    // (a flag per id: a hash set of the ids was 0.4 M instructions on taylorswift.txt at 5,000)
+    let mut known = vec![false; vocab.len()];
+    word_order.iter().for_each(|&t| known[t as usize] = true);
     while order.len() - word_order.len() < n {
         let best = state.best(&vocab);
         if let Some(&t) = cuts.get(level) {
@@ -115,7 +117,10 @@ pub fn train_superbpe(
         let (merge, id) = state.merge_pair(&mut vocab, pair, count);
         supermerges.push(merge);
         merged_ids.push(id);
-        if known.insert(id) {
+        if id as usize >= known.len() {
+            known.resize(id as usize + 1, false);
+        }
+        if !std::mem::replace(&mut known[id as usize], true) {
             order.push(id);
         }
         if supermerges.len() % 256 == 0 {
