@@ -231,6 +231,52 @@
 //! `Vocab::add` (`tokens.rs`, 4%).  SuperBPE at 5,000 cuts its candidates twice: the first
 //! cut at four times the last merge's count (2) misses, as the 200th supermerge counts 6,
 //! and each cut costs ~7.5 M instructions of its ~82 M per training after counting.
+//!
+//! Round 10 (issue 12): small trainings again, judged the same way (callgrind, a release build
+//! without LTO, one thread), on one process running the three trainings of taylorswift.txt at
+//! 5,000 (SuperBPE with 200 supermerges) and on one process per training.  At the start,
+//! stages 2-4 took 53.6 M instructions for BPE, 76.4 M for BoundlessBPE and 77.0 M for
+//! SuperBPE (206.7 M for the three in one process; stage 1, counting, another 17-20 M each).
+//! The largest fixed cost outside phase 1 was not in the profile's top lines: `strong_pairs`
+//! zeroed a 4 MB filter for every cut (rep-stos `memset`, 4.7 M instructions and 4 MB of
+//! fresh pages per cut, for 15,000 tokens of candidates); it is now sized to the source
+//! (`candidates.rs`): BoundlessBPE 76.4 -> 72.3 M, SuperBPE 77.0 -> 68.7 M.  What helped
+//! after that, each step measured alone (stages 2-4; BPE / BoundlessBPE / SuperBPE where all
+//! three moved): SuperBPE's candidates left uncut when they hold fewer than 65,536 tokens
+//! (`SMALL_CANDIDATES`: the guessed cut at 8 missed, as round 9 found, and the cut at 1
+//! after it cost more than no cut) and its phase 2 taking the word model's vocabulary
+//! instead of a clone, SuperBPE 68.7 -> 62.2 M; BoundlessBPE's phase 2 keeping the final
+//! vocabulary as ids with a flag per id (it kept byte vectors and a SipHash set of them) and
+//! taking the word model's vocabulary, 72.3 -> 64.7 M; `Vocab` with its bytes back to back and
+//! a hashbrown table of ids (`tokens.rs`; `Vocab::add` 2.5 -> 0.8 M per training), 53.6 /
+//! 64.7 / 62.2 -> 52.1 / 63.6 / 60.8 M; the pair table's shards and the merge's table of
+//! changes as hashbrown maps, whose `entry` does not reserve before it looks (the standard
+//! map's is an out-of-line call that reserves first), with a pair at zero removed through its
+//! entry, -> 47.5 / 58.6 / 55.5 M; the tokens' prefix keys kept in `Vocab` instead of made
+//! from the bytes per heap push, -> 46.8 / 57.8 / 54.6 M; a pair's list of sequences inline
+//! up to 4 (in the same 24 bytes as 2: 5,479 lists spilled per training), -> 46.0 / 56.8 /
+//! 53.6 M; stage 3's tables as hashbrown maps, BoundlessBPE -> 56.4 M; BoundlessBPE and
+//! SuperBPE no longer making the word model's vocabulary only to drop it, -> 55.1 / 52.7 M;
+//! BoundlessBPE's phase 2 taking each regular merge's token id from phase 1
+//! (`WordModel::made`) and SuperBPE's a flag per id, -> 54.5 / 52.65 M (BPE 46.3 M in that
+//! build: `train_words` inlined `MergeState::new`, +0.3 M that moves with the inlining).  In
+//! all, stages 2-4: BPE 53.6 -> 46.3 M, BoundlessBPE 76.4 -> 54.5 M, SuperBPE 77.0 -> 52.7 M
+//! (-14%, -29%, -32%); the three in one process 206.7 -> 153.5 M, the whole process (with
+//! counting and Python) 843.5 -> 791.0 M.  Tried and dropped: a merge's first 16 count
+//! changes in a short list searched in order before the hash table (most merges change 7
+//! pairs, but most changes come from the merges that change many): BPE 52.1 -> 52.4 M.
+//! Cutting SuperBPE's candidates at the last merge's count (2) instead of not at all was
+//! cheaper here (phase 2 8.0 M against 8.8 M) but would miss whenever the 200th supermerge
+//! counts 2 or less, then cut again; measured with fixed cuts on 1 MB and 5 MB of Gutenberg
+//! (8,192, 512 supermerges, stages 3 and 4, one thread): 1 MB, 160,000 tokens, 17-40 ms with
+//! the guessed cuts, 13-15 ms uncut; 5 MB, 756,000 tokens, 27-43 ms cut, 58-62 ms uncut,
+//! hence the bound at 65,536.  What is left: phase 1 (BPE's 43.5 M: rewriting the words ~19 M, much of it the
+//! look-ups in the table of changes; applying the changes to the pair table, with the heap
+//! pushes, ~10 M; choosing the pair, mostly `sift_down`, ~6 M; the set-up ~4 M), and outside
+//! this folder counting (17-20 M per training, now a quarter of a BPE training's
+//! instructions: the pre-tokenizer and the pretoken table's hashing, `count.rs` and `key.rs`)
+//! and the model's vectors of bytes, one per token and two per merge (~2.3 M per training,
+//! `model`), which `Model`'s types fix.
 
 pub mod boundless;
 pub mod bpe;
