@@ -264,7 +264,20 @@
 //! (-14%, -29%, -32%); the three in one process 206.7 -> 153.5 M, the whole process (with
 //! counting and Python) 843.5 -> 791.0 M.  Tried and dropped: a merge's first 16 count
 //! changes in a short list searched in order before the hash table (most merges change 7
-//! pairs, but most changes come from the merges that change many): BPE 52.1 -> 52.4 M.
+//! pairs, but most changes come from the merges that change many): BPE 52.1 -> 52.4 M;
+//! `PairHeap::before` comparing count and left key as one 128-bit key, for sifts without a
+//! mispredicted branch (`sift_down` was 12% of a BPE training's `perf` samples against 7% of
+//! its instructions): 4.9 -> 6.0 M in `sift_down`, and phase 1 5.30-5.44 ms against
+//! 5.35-5.45 (LTO build, medians of 15, three interleaved runs); room made in the set-up's
+//! pair tables before the pairs of two bytes go in: -0.09 M.  Wall times at the end (LTO
+//! build, one thread, medians of 15 trainings, three interleaved runs; main's build first):
+//! BPE 7.3-7.4 -> 7.0 ms, BoundlessBPE 9.5-9.6 -> 8.1-8.3 ms, SuperBPE 9.5-9.7 -> 7.9-8.1 ms,
+//! phase 1 5.7-5.8 -> 5.2-5.4 ms, all user time (no page faults in a warm training).
+//! `train_bench.py --only-small` the same day: the reference 0.28-0.29 / 0.36 / 0.35-0.36 s,
+//! ratios 38 -> 39-40x, 38 -> 43-45x, 36-37 -> 43-44x.  (The README's 51/49/50x were taken
+//! with both sides 2-3x slower, the reference at 0.86 s and the Rust core at 16.7 ms for BPE:
+//! the reference gained more from today's quieter machine, so the ratio moves with the
+//! machine's state, and main's build measures 36-38x today.)
 //! Cutting SuperBPE's candidates at the last merge's count (2) instead of not at all was
 //! cheaper here (phase 2 8.0 M against 8.8 M) but would miss whenever the 200th supermerge
 //! counts 2 or less, then cut again; measured with fixed cuts on 1 MB and 5 MB of Gutenberg
