@@ -26,14 +26,12 @@
 //! the first cut (about 1.6 s with phase 2's set-up at 32,768, one thread), more than a good
 //! guess saves: measured with fixed cuts in round 8 and not built, see `train/mod.rs`.
 
-use std::collections::HashSet;
-
 use super::bpe::WordModel;
 use super::candidates::CutCandidates;
 use super::merging::{MergeState, TrainMerge};
 use super::Control;
 use crate::error::Result;
-use crate::tokens::{Vocab, BASE_VOCAB};
+use crate::tokens::{TokenId, Vocab, BASE_VOCAB};
 
 /// The result of phase 2.
 pub struct Boundless {
@@ -45,8 +43,9 @@ pub struct Boundless {
     pub supermerges: Vec<TrainMerge>,
     /// the word model's tokens, then the supermerges' new ones (the ids training used)
     pub phase2_vocab: Vocab,
-    /// the final vocabulary in id order, and which of its tokens are superwords
-    pub vocab: Vec<Vec<u8>>,
+    /// the final vocabulary in id order (ids of `phase2_vocab`), and which of its tokens are
+    /// superwords
+    pub order: Vec<TokenId>,
     pub is_super: Vec<bool>,
     /// SPEC 8 `count` of each `phase2_vocab` id, over the final candidates
     pub counts: Vec<u64>,
@@ -54,28 +53,38 @@ pub struct Boundless {
 
 /// Phase 2 on the candidates (sequences of `word` token ids), cut into segments where that
 /// cannot change a choice (see the module notes; [`CutCandidates::uncut`] for no cutting).
-/// The vocabulary grows to the word model's size.
+/// The vocabulary grows to the word model's size.  `vocab` is the word model's (`word.vocab`,
+/// moved out of it or cloned), which phase 2 extends with its supermerges' tokens.
 pub fn train_boundless(
     word: &WordModel,
+    vocab: Vocab,
     candidates: CutCandidates,
     control: &dyn Control,
 ) -> Result<Boundless> {
     // for the same reason, a pair counted `T` times or fewer never wins a step: it needs no
     // heap entry (see `MergeState::with_floor`)
     let floor = word.min_merge_count().unwrap_or(0);
-    train_floored(word, candidates, floor, control)
+    train_floored(word, vocab, candidates, floor, control)
 }
 
 /// [`train_boundless`] with the pairs counted `floor` times or fewer left out of the heap.
+///
+/// The final vocabulary is kept as token ids, with a flag per id for "in it": a token's
+/// bytes have one id (`Vocab::add`), and phase-2 ids start as the word model's.  (Round 10:
+/// it was kept as bytes, with a `HashSet` of byte vectors for "in it", two allocations and a
+/// SipHash per token added, and the word model's vocabulary was cloned: 7.5 M of the 12.8 M
+/// instructions of phase 2 on taylorswift.txt at 5,000.  A regular merge's token is the one
+/// phase 1 made, [`WordModel::made`]: finding it by its bytes was another 0.5 M.)
 fn train_floored(
     word: &WordModel,
+    vocab: Vocab,
     candidates: CutCandidates,
     floor: u64,
     control: &dyn Control,
 ) -> Result<Boundless> {
     let target = word.order.len();
     // phase-2 token ids start as the word model's, so candidates need no translation
-    let mut phase2_vocab = word.vocab.clone();
+    let mut phase2_vocab = vocab;
     let CutCandidates { segments, alone } = candidates;
     let mut state = MergeState::with_wholeness(
         segments.iter().map(|s| (&s.tokens[..], s.count, s.whole)),
@@ -83,21 +92,25 @@ fn train_floored(
     )
     .with_floor(floor, &phase2_vocab);
     drop(segments);
-    let mut vocab: Vec<Vec<u8>> = (0..BASE_VOCAB as u32)
-        .map(|id| phase2_vocab.bytes(id).to_vec())
-        .collect();
-    let mut is_super = vec![false; vocab.len()];
-    let mut known: HashSet<Vec<u8>> = vocab.iter().cloned().collect();
+    let mut order: Vec<TokenId> = (0..BASE_VOCAB as TokenId).collect();
+    let mut is_super = vec![false; order.len()];
+    let mut known = vec![false; phase2_vocab.len()];
+    known[..BASE_VOCAB].fill(true);
     let mut supermerges: Vec<TrainMerge> = Vec::new();
     let mut used = 0; // regular merges replayed so far
     let mut deleted = 0; // deletions replayed so far
-    let add = |token: &[u8],
+    let add = |id: TokenId,
                sup: bool,
-               known: &mut HashSet<Vec<u8>>,
-               vocab: &mut Vec<Vec<u8>>,
+               known: &mut Vec<bool>,
+               order: &mut Vec<TokenId>,
                is_super: &mut Vec<bool>| {
-        if known.insert(token.to_vec()) {
-            vocab.push(token.to_vec());
+        let i = id as usize;
+        if i >= known.len() {
+            known.resize(i + 1, false);
+        }
+        if !known[i] {
+            known[i] = true;
+            order.push(id);
             is_super.push(sup);
         }
     };
@@ -105,66 +118,52 @@ fn train_floored(
     // deletion's index is the number of operations (merges and deletions) before it
     let replay_deletions = |used: usize,
                             deleted: &mut usize,
-                            known: &mut HashSet<Vec<u8>>,
-                            vocab: &mut Vec<Vec<u8>>,
+                            known: &mut Vec<bool>,
+                            order: &mut Vec<TokenId>,
                             is_super: &mut Vec<bool>| {
         while let Some(&(index, t)) = word.deletions.get(*deleted) {
             if index != used + *deleted {
                 break;
             }
-            let bytes = word.vocab.bytes(t);
-            if known.remove(bytes) {
-                let k = vocab
+            if std::mem::replace(&mut known[t as usize], false) {
+                let k = order
                     .iter()
-                    .position(|v| v.as_slice() == bytes)
+                    .position(|&x| x == t)
                     .expect("known tokens are in the vocabulary");
-                vocab.remove(k);
+                order.remove(k);
                 is_super.remove(k);
             }
             *deleted += 1;
         }
     };
-    while vocab.len() < target {
-        replay_deletions(used, &mut deleted, &mut known, &mut vocab, &mut is_super);
+    while order.len() < target {
+        replay_deletions(used, &mut deleted, &mut known, &mut order, &mut is_super);
         let regular_count = word.merges.get(used).map_or(-1, |m| m.count as i128);
         match state.best(&phase2_vocab) {
             // strictly: ties go to the regular merge
             Some((pair, count)) if count as i128 > regular_count => {
                 let (merge, id) = state.merge_pair(&mut phase2_vocab, pair, count);
                 supermerges.push(merge);
-                add(
-                    phase2_vocab.bytes(id),
-                    true,
-                    &mut known,
-                    &mut vocab,
-                    &mut is_super,
-                );
+                add(id, true, &mut known, &mut order, &mut is_super);
             }
             _ if used < word.merges.len() => {
-                let (l, r) = word.merges[used].pair;
-                add(
-                    &[word.vocab.bytes(l), word.vocab.bytes(r)].concat(),
-                    false,
-                    &mut known,
-                    &mut vocab,
-                    &mut is_super,
-                );
+                add(word.made[used], false, &mut known, &mut order, &mut is_super);
                 used += 1;
-                replay_deletions(used, &mut deleted, &mut known, &mut vocab, &mut is_super);
+                replay_deletions(used, &mut deleted, &mut known, &mut order, &mut is_super);
             }
             _ => break, // unreachable with target = the word model's size (see above)
         }
-        if vocab.len() % 256 == 0 {
+        if order.len() % 256 == 0 {
             control.progress(
                 "phase2",
-                (vocab.len() - BASE_VOCAB) as u64,
+                (order.len() - BASE_VOCAB) as u64,
                 (target - BASE_VOCAB) as u64,
             )?;
         }
     }
     control.progress(
         "phase2",
-        (vocab.len() - BASE_VOCAB) as u64,
+        (order.len() - BASE_VOCAB) as u64,
         (target - BASE_VOCAB) as u64,
     )?;
     let mut counts = state.token_counts(phase2_vocab.len());
@@ -176,7 +175,7 @@ fn train_floored(
         deletions_used: deleted,
         supermerges,
         phase2_vocab,
-        vocab,
+        order,
         is_super,
         counts,
     })
@@ -193,7 +192,10 @@ mod tests {
     fn same(a: &Boundless, b: &Boundless) -> bool {
         a.used == b.used
             && a.supermerges == b.supermerges
-            && a.vocab == b.vocab
+            && a.order
+                .iter()
+                .map(|&t| a.phase2_vocab.bytes(t))
+                .eq(b.order.iter().map(|&t| b.phase2_vocab.bytes(t)))
             && a.is_super == b.is_super
             && a.counts == b.counts
     }
@@ -207,7 +209,7 @@ mod tests {
             let picky = round % 2 == 1;
             let mut vocab = Vocab::base();
             let letters: Vec<u32> = (b'a'..=b'l').map(|b| vocab.id(&[b]).unwrap()).collect();
-            let mut merges = Vec::new();
+            let (mut merges, mut made) = (Vec::new(), Vec::new());
             let mut order: Vec<u32> = (0..vocab.len() as u32).collect();
             let mut deletions: Vec<(usize, u32)> = Vec::new();
             let mut count = 40 + rng.below(40);
@@ -215,6 +217,7 @@ mod tests {
                 let (l, r) = (letters[rng.below(12) as usize], letters[rng.below(12) as usize]);
                 let bytes = [vocab.bytes(l), vocab.bytes(r)].concat();
                 let (id, _) = vocab.add(&bytes);
+                made.push(id);
                 merges.push(TrainMerge {
                     pair: (l, r),
                     count,
@@ -248,6 +251,7 @@ mod tests {
             let n = vocab.len();
             let word = WordModel {
                 merges,
+                made,
                 order,
                 vocab,
                 deletions,
@@ -255,9 +259,17 @@ mod tests {
                 single: None,
             };
             let threshold = word.min_merge_count().unwrap();
-            let with_cut = train_boundless(&word, cut(&candidates, threshold, n), &Silent).unwrap();
+            let with_cut =
+                train_boundless(&word, word.vocab.clone(), cut(&candidates, threshold, n), &Silent).unwrap();
             // (exact: neither cut nor floored)
-            let without = train_floored(&word, CutCandidates::uncut(candidates), 0, &Silent).unwrap();
+            let without = train_floored(
+                &word,
+                word.vocab.clone(),
+                CutCandidates::uncut(candidates),
+                0,
+                &Silent,
+            )
+            .unwrap();
             assert!(same(&with_cut, &without), "round {round}");
             assert_eq!(with_cut.deletions_used, without.deletions_used);
         }

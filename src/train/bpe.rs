@@ -11,6 +11,8 @@ use crate::tokens::{byte_id, Pair, TokenId, Vocab, BASE_VOCAB};
 /// The trained word model, in the training's token ids.
 pub struct WordModel {
     pub merges: Vec<TrainMerge>,
+    /// the id of each merge's token (by the merge's index)
+    pub made: Vec<TokenId>,
     /// every token training made (one id per byte string, deleted ones included)
     pub vocab: Vocab,
     /// the final vocabulary in id order, as ids of `vocab`: without deletions `0..vocab.len()`
@@ -83,6 +85,8 @@ pub fn train_words(
         Some(seq)
     });
     let mut state = MergeState::new(seqs.zip(words).map(|(s, w)| (s, w.1)), &vocab);
+    // (each merge shortens a word, so there are fewer merges than tokens)
+    vocab.reserve(vocab_size.saturating_sub(vocab.len()).min(flat.len()));
     drop((flat, ends));
     let deletes = picky.deletes();
     if deletes {
@@ -95,6 +99,7 @@ pub fn train_words(
     let mut makers: FxHashMap<TokenId, Pair> = FxHashMap::default();
     // 2. merge the best pair until the vocabulary is full or no pair is left
     let mut merges = Vec::new();
+    let mut made = Vec::new();
     let total = vocab_size.saturating_sub(BASE_VOCAB) as u64;
     while order.len() < vocab_size {
         let Some((pair, count)) = state.best(&vocab) else {
@@ -109,6 +114,7 @@ pub fn train_words(
         };
         let (merge, id) = state.merge_pair(&mut vocab, pair, count);
         merges.push(merge);
+        made.push(id);
         if present.len() < vocab.len() {
             present.resize(vocab.len(), false);
         }
@@ -155,6 +161,7 @@ pub fn train_words(
     let single = (singles && deletions.is_empty() && every_merge_new).then(|| state.single_tokens());
     Ok(WordModel {
         merges,
+        made,
         vocab,
         order,
         deletions,

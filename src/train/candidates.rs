@@ -18,7 +18,7 @@
 //! first ([`FlatCandidates`]).
 
 use rayon::prelude::*;
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxBuildHasher;
 
 use crate::count::Runs;
 use crate::tokens::TokenId;
@@ -67,6 +67,8 @@ impl CutCandidates {
 trait Source: Sync {
     fn parts(&self) -> usize;
     fn for_each<'s>(&'s self, part: usize, f: impl FnMut(&'s [TokenId], u64));
+    /// How many tokens all parts hold (at least the number of pair occurrences).
+    fn tokens(&self) -> usize;
 }
 
 /// Candidates of one counting table, back to back: `lens[i]` tokens with count `counts[i]`.
@@ -169,6 +171,10 @@ impl Source for [Flat] {
             start = end;
         }
     }
+
+    fn tokens(&self) -> usize {
+        self.iter().map(|flat| flat.tokens.len()).sum()
+    }
 }
 
 /// Supermerge candidates as [`flatten`] leaves them, not added up (the same candidate may
@@ -188,6 +194,11 @@ impl FlatCandidates {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// How many tokens the candidates hold.
+    pub fn tokens(&self) -> usize {
+        self.0.tokens()
     }
 
     /// Every candidate with its count, in a fixed order.
@@ -233,6 +244,10 @@ impl Source for ListSource<'_> {
             f(tokens, *count);
         }
     }
+
+    fn tokens(&self) -> usize {
+        self.list.iter().map(|(tokens, _)| tokens.len()).sum()
+    }
 }
 
 /// Which of `shards` tables a sequence of two or more tokens goes to.
@@ -246,8 +261,13 @@ fn shard_of_seq(tokens: &[TokenId], shards: usize) -> usize {
     (h >> 40) as usize % shards
 }
 
+/// The hash tables of this stage: hashbrown's, whose `entry` looks before it reserves room
+/// (the standard map's reserves first, an out-of-line call per occurrence added up).
+/// (Round 10, taylorswift.txt at 5,000: BoundlessBPE's stage 3 4.2 -> 3.9 M instructions.)
+type Table<K, V> = hashbrown::HashMap<K, V, FxBuildHasher>;
+
 /// Segments or candidates being added up: one table per shard.
-type Tables<'s> = Vec<FxHashMap<(&'s [TokenId], bool), u64>>;
+type Tables<'s> = Vec<Table<(&'s [TokenId], bool), u64>>;
 
 /// Aggregate what every part of `source` yields into `shards` tables (parts in parallel, each
 /// with its own `init()` state), then add them up shard by shard (in parallel).  `each` calls
@@ -262,7 +282,7 @@ fn aggregate<'s, S: Source + ?Sized, A: Send>(
     let per_part: Vec<(Tables<'s>, A)> = (0..source.parts())
         .into_par_iter()
         .map(|part| {
-            let mut tables: Tables<'s> = (0..shards).map(|_| FxHashMap::default()).collect();
+            let mut tables: Tables<'s> = (0..shards).map(|_| Table::default()).collect();
             let mut state = init();
             source.for_each(part, |tokens, count| {
                 each(tokens, count, &mut state, &mut |key, flag, c| {
@@ -307,13 +327,10 @@ pub fn supermerge_candidates(runs: Runs, token_of: &[Option<TokenId>]) -> Candid
 }
 
 /// Add up tables into the largest one; `add` merges a value into another.
-fn add_up<K: std::hash::Hash + Eq, V>(
-    tables: Vec<FxHashMap<K, V>>,
-    add: impl Fn(&mut V, V),
-) -> FxHashMap<K, V> {
+fn add_up<K: std::hash::Hash + Eq, V>(tables: Vec<Table<K, V>>, add: impl Fn(&mut V, V)) -> Table<K, V> {
     let mut tables = tables;
     let Some(biggest) = (0..tables.len()).max_by_key(|&i| tables[i].len()) else {
-        return FxHashMap::default();
+        return Table::default();
     };
     let mut all = tables.swap_remove(biggest);
     for table in tables {
@@ -359,12 +376,21 @@ fn pair_key(a: TokenId, b: TokenId) -> u64 {
     (a as u64) << 32 | b as u64
 }
 
-/// [`strong_pairs`]' filter has 2**`FILTER_BITS` counters per part of the source (4 MB).
-/// More counters let fewer weak pairs through but stay less in cache: at 100 MB of
+/// [`strong_pairs`]' filter has at most 2**`FILTER_BITS` counters per part of the source
+/// (4 MB).  More counters let fewer weak pairs through but stay less in cache: at 100 MB of
 /// Gutenberg, 32,768 (threshold 44), 2**20 counters let 60,509 pairs through and took
 /// 0.37-0.46 s of the pair step, 2**22 let 38,907 through and took 0.83-1.07 s (one thread,
 /// three interleaved runs each; 2**19 and 2**21 were no better than 2**20).
 const FILTER_BITS: u32 = 20;
+
+/// The filter's size for `source`: 2**[`FILTER_BITS`] counters, or fewer for a small source,
+/// at least four per token (so per pair occurrence).  (Round 10: the 4 MB filter was zeroed
+/// for the few tens of thousands of pair occurrences of a small training, 4.7 M
+/// instructions of `memset` per cut on taylorswift.txt, and as many fresh pages.)
+fn filter_bits<S: Source + ?Sized>(source: &S) -> u32 {
+    let room = (source.tokens().max(1) * 4).next_power_of_two();
+    room.trailing_zeros().clamp(10, FILTER_BITS)
+}
 
 /// The two counters of a pair in a filter of 2**`bits` counters.
 #[inline]
@@ -388,7 +414,11 @@ fn filter_slots(key: u64, bits: u32) -> (usize, usize) {
 /// `threshold` may be strong; any other is weak for certain.  A second pass then counts
 /// exactly only the pairs that passed the filter, in a small table.  The result is the exact
 /// set whatever the collisions: they only let more pairs into the second pass.
-fn strong_pairs<S: Source + ?Sized>(source: &S, threshold: u64, bits: u32) -> FxHashSet<u64> {
+fn strong_pairs<S: Source + ?Sized>(
+    source: &S,
+    threshold: u64,
+    bits: u32,
+) -> hashbrown::HashSet<u64, FxBuildHasher> {
     // (a counter cannot exceed u32::MAX: above that threshold, every pair is counted exactly)
     let filtered = threshold < u32::MAX as u64;
     let filter: Vec<u32> = if filtered {
@@ -434,10 +464,10 @@ fn strong_pairs<S: Source + ?Sized>(source: &S, threshold: u64, bits: u32) -> Fx
         let (a, b) = filter_slots(key, bits);
         filter[a] > above && filter[b] > above
     };
-    let tables: Vec<FxHashMap<u64, u64>> = (0..source.parts())
+    let tables: Vec<Table<u64, u64>> = (0..source.parts())
         .into_par_iter()
         .map(|part| {
-            let mut map: FxHashMap<u64, u64> = FxHashMap::default();
+            let mut map: Table<u64, u64> = Table::default();
             source.for_each(part, |tokens, count| {
                 for w in tokens.windows(2) {
                     let key = pair_key(w[0], w[1]);
@@ -462,7 +492,7 @@ fn cut_source<S: Source + ?Sized>(source: &S, threshold: u64, n_tokens: usize) -
     // 1. the pairs of two different tokens that occur more than `threshold` times (few: the
     // table stays in cache for step 2)
     let shards = rayon::current_num_threads().max(1);
-    let strong = strong_pairs(source, threshold, FILTER_BITS);
+    let strong = strong_pairs(source, threshold, filter_bits(source));
     let weak = |a: TokenId, b: TokenId| a != b && !strong.contains(&pair_key(a, b));
     // 2. cut every candidate, part by part in parallel, and add the segments up; a token
     // standing alone only adds to its count
@@ -518,7 +548,7 @@ pub(crate) fn random_runs(
     (0..2)
         .map(|_| {
             let remap: Vec<u32> = (0..words as u32).map(|_| next(words as u64) as u32).collect();
-            let mut table: FxHashMap<Box<[u32]>, u64> = FxHashMap::default();
+            let mut table: rustc_hash::FxHashMap<Box<[u32]>, u64> = Default::default();
             for _ in 0..next(most_runs) + 1 {
                 let run: Box<[u32]> = (0..2 + next(most_len))
                     .map(|_| next(words as u64) as u32)
@@ -584,7 +614,7 @@ mod tests {
                     (seq, count)
                 })
                 .collect();
-            let mut exact: FxHashMap<u64, u64> = FxHashMap::default();
+            let mut exact: rustc_hash::FxHashMap<u64, u64> = Default::default();
             for (seq, count) in &list {
                 for w in seq.windows(2).filter(|w| w[0] != w[1]) {
                     *exact.entry(pair_key(w[0], w[1])).or_insert(0) += count;

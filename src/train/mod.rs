@@ -231,6 +231,65 @@
 //! `Vocab::add` (`tokens.rs`, 4%).  SuperBPE at 5,000 cuts its candidates twice: the first
 //! cut at four times the last merge's count (2) misses, as the 200th supermerge counts 6,
 //! and each cut costs ~7.5 M instructions of its ~82 M per training after counting.
+//!
+//! Round 10 (issue 12): small trainings again, judged the same way (callgrind, a release build
+//! without LTO, one thread), on one process running the three trainings of taylorswift.txt at
+//! 5,000 (SuperBPE with 200 supermerges) and on one process per training.  At the start,
+//! stages 2-4 took 53.6 M instructions for BPE, 76.4 M for BoundlessBPE and 77.0 M for
+//! SuperBPE (206.7 M for the three in one process; stage 1, counting, another 17-20 M each).
+//! The largest fixed cost outside phase 1 was not in the profile's top lines: `strong_pairs`
+//! zeroed a 4 MB filter for every cut (rep-stos `memset`, 4.7 M instructions and 4 MB of
+//! fresh pages per cut, for 15,000 tokens of candidates); it is now sized to the source
+//! (`candidates.rs`): BoundlessBPE 76.4 -> 72.3 M, SuperBPE 77.0 -> 68.7 M.  What helped
+//! after that, each step measured alone (stages 2-4; BPE / BoundlessBPE / SuperBPE where all
+//! three moved): SuperBPE's candidates left uncut when they hold fewer than 65,536 tokens
+//! (`SMALL_CANDIDATES`: the guessed cut at 8 missed, as round 9 found, and the cut at 1
+//! after it cost more than no cut) and its phase 2 taking the word model's vocabulary
+//! instead of a clone, SuperBPE 68.7 -> 62.2 M; BoundlessBPE's phase 2 keeping the final
+//! vocabulary as ids with a flag per id (it kept byte vectors and a SipHash set of them) and
+//! taking the word model's vocabulary, 72.3 -> 64.7 M; `Vocab` with its bytes back to back and
+//! a hashbrown table of ids (`tokens.rs`; `Vocab::add` 2.5 -> 0.8 M per training), 53.6 /
+//! 64.7 / 62.2 -> 52.1 / 63.6 / 60.8 M; the pair table's shards and the merge's table of
+//! changes as hashbrown maps, whose `entry` does not reserve before it looks (the standard
+//! map's is an out-of-line call that reserves first), with a pair at zero removed through its
+//! entry, -> 47.5 / 58.6 / 55.5 M; the tokens' prefix keys kept in `Vocab` instead of made
+//! from the bytes per heap push, -> 46.8 / 57.8 / 54.6 M; a pair's list of sequences inline
+//! up to 4 (in the same 24 bytes as 2: 5,479 lists spilled per training), -> 46.0 / 56.8 /
+//! 53.6 M; stage 3's tables as hashbrown maps, BoundlessBPE -> 56.4 M; BoundlessBPE and
+//! SuperBPE no longer making the word model's vocabulary only to drop it, -> 55.1 / 52.7 M;
+//! BoundlessBPE's phase 2 taking each regular merge's token id from phase 1
+//! (`WordModel::made`) and SuperBPE's a flag per id, -> 54.5 / 52.65 M (BPE 46.3 M in that
+//! build: `train_words` inlined `MergeState::new`, +0.3 M that moves with the inlining).  In
+//! all, stages 2-4: BPE 53.6 -> 46.3 M, BoundlessBPE 76.4 -> 54.5 M, SuperBPE 77.0 -> 52.7 M
+//! (-14%, -29%, -32%); the three in one process 206.7 -> 153.5 M, the whole process (with
+//! counting and Python) 843.5 -> 791.0 M.  Tried and dropped: a merge's first 16 count
+//! changes in a short list searched in order before the hash table (most merges change 7
+//! pairs, but most changes come from the merges that change many): BPE 52.1 -> 52.4 M;
+//! `PairHeap::before` comparing count and left key as one 128-bit key, for sifts without a
+//! mispredicted branch (`sift_down` was 12% of a BPE training's `perf` samples against 7% of
+//! its instructions): 4.9 -> 6.0 M in `sift_down`, and phase 1 5.30-5.44 ms against
+//! 5.35-5.45 (LTO build, medians of 15, three interleaved runs); room made in the set-up's
+//! pair tables before the pairs of two bytes go in: -0.09 M.  Wall times at the end (LTO
+//! build, one thread, medians of 15 trainings, three interleaved runs; main's build first):
+//! BPE 7.3-7.4 -> 7.0 ms, BoundlessBPE 9.5-9.6 -> 8.1-8.3 ms, SuperBPE 9.5-9.7 -> 7.9-8.1 ms,
+//! phase 1 5.7-5.8 -> 5.2-5.4 ms, all user time (no page faults in a warm training).
+//! `train_bench.py --only-small` the same day: the reference 0.28-0.29 / 0.36 / 0.35-0.36 s,
+//! ratios 38 -> 39-40x, 38 -> 43-45x, 36-37 -> 43-44x.  (The README's 51/49/50x were taken
+//! with both sides 2-3x slower, the reference at 0.86 s and the Rust core at 16.7 ms for BPE:
+//! the reference gained more from today's quieter machine, so the ratio moves with the
+//! machine's state, and main's build measures 36-38x today.)
+//! Cutting SuperBPE's candidates at the last merge's count (2) instead of not at all was
+//! cheaper here (phase 2 8.0 M against 8.8 M) but would miss whenever the 200th supermerge
+//! counts 2 or less, then cut again; measured with fixed cuts on 1 MB and 5 MB of Gutenberg
+//! (8,192, 512 supermerges, stages 3 and 4, one thread): 1 MB, 160,000 tokens, 17-40 ms with
+//! the guessed cuts, 13-15 ms uncut; 5 MB, 756,000 tokens, 27-43 ms cut, 58-62 ms uncut,
+//! hence the bound at 65,536.  What is left: phase 1 (BPE's 43.5 M: rewriting the words ~19 M, much of it the
+//! look-ups in the table of changes; applying the changes to the pair table, with the heap
+//! pushes, ~10 M; choosing the pair, mostly `sift_down`, ~6 M; the set-up ~4 M), and outside
+//! this folder counting (17-20 M per training, now a quarter of a BPE training's
+//! instructions: the pre-tokenizer and the pretoken table's hashing, `count.rs` and `key.rs`)
+//! and the model's vectors of bytes, one per token and two per merge (~2.3 M per training,
+//! `model`), which `Model`'s types fix.
 
 pub mod boundless;
 pub mod bpe;
@@ -386,29 +445,29 @@ fn truncated<T>(mut v: Vec<T>, n: usize) -> Vec<T> {
     v
 }
 
-/// The BoundlessBPE model from phase 2's result.
+/// The BoundlessBPE model from phase 2's result; `merges` and `deletions` are the word
+/// model's.
 fn boundless_model(
     config: &Config,
-    word_model: Model,
+    (merges, deletions): (Vec<Merge>, Vec<Deletion>),
     b: Boundless,
     ngrams: Option<Vec<Vec<Vec<u8>>>>,
 ) -> Model {
-    let counts = b
-        .vocab
-        .iter()
-        .map(|t| b.phase2_vocab.id(t).map_or(0, |i| b.counts[i as usize]))
-        .collect();
     Model {
         kind: Kind::Boundless,
         settings: config.settings.clone(),
-        vocab: b.vocab,
-        counts,
+        vocab: b
+            .order
+            .iter()
+            .map(|&t| b.phase2_vocab.bytes(t).to_vec())
+            .collect(),
+        counts: b.order.iter().map(|&t| b.counts[t as usize]).collect(),
         is_super: b.is_super,
-        merges: truncated(word_model.merges, b.used),
+        merges: truncated(merges, b.used),
         supermerges: to_bytes(&b.phase2_vocab, &b.supermerges),
         special_tokens: Vec::new(),
         ngrams,
-        deletions: truncated(word_model.deletions, b.deletions_used),
+        deletions: truncated(deletions, b.deletions_used),
     }
 }
 
@@ -469,11 +528,19 @@ fn train_counted(counts: Counts, config: &Config, control: &dyn Control, stats: 
     };
     let singles = config.algorithm != Algorithm::Bpe;
     let mut word = train_words(&words, phase1_size, config.picky, singles, control)?;
-    let word_model = word_model(&config.settings, &word);
-    stats.push(("phase1", clock.elapsed().as_secs_f64()));
     if config.algorithm == Algorithm::Bpe {
-        return Ok(word_model);
+        let model = word_model(&config.settings, &word);
+        stats.push(("phase1", clock.elapsed().as_secs_f64()));
+        return Ok(model);
     }
+    // the final models keep the word model's merges and deletions; its vocabulary and counts
+    // are made only for an encoder (below).  (Round 10: made and dropped, they were 5,000
+    // vectors and 0.9-1.3 M instructions of a small training, taylorswift.txt at 5,000.)
+    let word_parts = (
+        to_bytes(&word.vocab, &word.merges),
+        deletions_to_bytes(&word.vocab, &word.deletions),
+    );
+    stats.push(("phase1", clock.elapsed().as_secs_f64()));
 
     // 3. supermerge candidates: letter runs cut at pretokens that are not single tokens
     let clock = Instant::now();
@@ -484,7 +551,7 @@ fn train_counted(counts: Counts, config: &Config, control: &dyn Control, stats: 
     let token_of: Vec<Option<TokenId>> = match word.single.take() {
         Some(single) => single,
         None => {
-            let encoder = Encoder::new(&word_model, false)?;
+            let encoder = Encoder::new(&word_model(&config.settings, &word), false)?;
             // (the encoder's ids are the final vocabulary's; training's are `word.order`'s)
             words
                 .par_iter()
@@ -552,28 +619,36 @@ fn train_counted(counts: Counts, config: &Config, control: &dyn Control, stats: 
     crate::release_freed_memory(words_len);
     let model = match (config.algorithm, candidates) {
         (Algorithm::Boundless, Stage3::Cut(candidates)) => {
-            let b = train_boundless(&word, candidates, control)?;
-            boundless_model(config, word_model, b, ngrams)
+            // (the word model's vocabulary moves: cloning it was 1.6 M instructions of a small
+            // training, taylorswift.txt at 5,000)
+            let vocab = std::mem::take(&mut word.vocab);
+            let b = train_boundless(&word, vocab, candidates, control)?;
+            boundless_model(config, word_parts, b, ngrams)
         }
         (Algorithm::SuperBpe(n), Stage3::Whole(candidates)) => {
             // cutting at four times the smallest regular merge's count is a guess: if the
             // supermerges' counts fall that low, the candidates are cut again at half that
             // count (the one guess of earlier rounds, which rarely needed the exact fallback),
             // then not at all (any threshold gives the same model).  At 100 MB/32,768 the
-            // 2,048th supermerge counts 380 against 49.
-            let threshold = threshold.map_or(0, |t| t.saturating_mul(4));
-            let s = train_superbpe(&word.vocab, &word.order, candidates, n, threshold, control)?;
+            // 2,048th supermerge counts 380 against 49.  Few candidates are not cut at all
+            // (see `SMALL_CANDIDATES`).
+            let threshold = match threshold {
+                Some(t) if candidates.tokens() >= SMALL_CANDIDATES => t.saturating_mul(4),
+                _ => 0,
+            };
+            let order_len = word.order.len();
+            let s = train_superbpe(word.vocab, &word.order, candidates, n, threshold, control)?;
             Model {
                 kind: Kind::SuperBpe,
                 settings: config.settings.clone(),
                 vocab: s.order.iter().map(|&t| s.vocab.bytes(t).to_vec()).collect(),
                 counts: s.order.iter().map(|&t| s.counts[t as usize]).collect(),
-                is_super: (0..s.order.len()).map(|i| i >= word.order.len()).collect(),
-                merges: word_model.merges,
+                is_super: (0..s.order.len()).map(|i| i >= order_len).collect(),
+                merges: word_parts.0,
                 supermerges: to_bytes(&s.vocab, &s.supermerges),
                 special_tokens: Vec::new(),
                 ngrams,
-                deletions: word_model.deletions,
+                deletions: word_parts.1,
             }
         }
         _ => unreachable!("stage 3 makes the candidates phase 2 needs"),
@@ -581,6 +656,16 @@ fn train_counted(counts: Counts, config: &Config, control: &dyn Control, stats: 
     stats.push(("phase2", clock.elapsed().as_secs_f64()));
     Ok(model)
 }
+
+/// SuperBPE's candidates holding fewer tokens than this are not cut before phase 2: the
+/// guessed cut (see `train_counted`) pays on large corpora, but on a small one its set-up
+/// costs more than the merges it saves, and when it misses the candidates are cut twice.
+/// (Round 10, one thread: taylorswift.txt at 5,000, 14,821 tokens in 3,007 candidates, missed
+/// the cut at 8 (the 200th supermerge counts 6) and cut again at 1: SuperBPE's phase 2 took
+/// 13.4 M instructions, uncut 8.8 M.  Stages 3 and 4 at 8,192 with 512 supermerges: on
+/// 1 MB of Gutenberg, 160,000 tokens, 17-40 ms cut, 13-15 ms uncut; on 5 MB, 756,000
+/// tokens, 27-43 ms cut and 58-62 ms uncut.)
+const SMALL_CANDIDATES: usize = 1 << 16;
 
 /// Stage 3's result: candidates cut for BoundlessBPE, or whole for SuperBPE (which cuts them
 /// itself, with a fallback).
