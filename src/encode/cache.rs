@@ -226,7 +226,20 @@ impl PieceCache {
     /// 361.5 (fastokens 268.1).  The price is memory: each thread's table is a copy of the
     /// seed (8 MB for cl100k, 4 MB for a 32K model, see [`default_capacity`]; made on the thread's
     /// first use and copied back when the table is full), and the seed is kept; peak RSS of
-    /// a two-thread encoding of cl100k went from 158 to 170 MB.  (A 32K model's table was
+    /// a two-thread encoding of cl100k went from 158 to 170 MB.
+    ///
+    /// The size is a compromise, and the next lever.  On 10 MB of Gutenberg repeated, a table
+    /// of 2 MB (32K model) or 4 MB (cl100k) instead of 4 and 8 MB encoded as fast on one
+    /// thread and 17-20 % faster on two (the tables of two threads compete for the caches),
+    /// but on 100 MB, whose pretokens that are not tokens of a 32K model trained on 20 MB
+    /// fill any such table again and again, the small table was 12-37 % slower.  A table of
+    /// 1,048,576 entries (32 MB for the 32K model) encoded those 100 MB 33 % faster on one
+    /// thread (274.5 against 206.9 MB per CPU-second) and cl100k's 10 % slower (270.2
+    /// against 300.8: its pretokens rarely miss, and its tokens spread over more memory).
+    /// Keeping, when the table is full, the entries that were looked up since they were put
+    /// in (half the capacity at most) gained nothing (209.2 against 206.9).  A table that
+    /// grows when it fills while its entries are being found again is what would serve both.
+    /// (A 32K model's table was
     /// 8 MB at first, for want of one slot, see [`ByteMap::slots_for`]; at 4 MB, with 65,536
     /// entries, it encoded as fast: 367.0 against 365.3 MB per CPU-second.)
     pub fn seeded<'a>(
