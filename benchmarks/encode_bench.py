@@ -78,12 +78,21 @@ class Pinned:
 
 
 def measure(encoders: dict[str, Run], megabytes: float, repeat: int) -> dict[str, list[float]]:
-    """Median MB/s of every encoder at 1 and 2 threads, rounds interleaved."""
+    """Median MB/s of every encoder at 1 and 2 threads, rounds interleaved.
+
+    A two-thread run is timed after one untimed run: the workers that the one-core run left
+    on the first core stay there for a while after the affinity is widened, and a single
+    timed call (15-30 ms) measured that instead of the library.  Without it, on
+    100,000-character documents both libraries at two threads ran about as fast as on one
+    core (superword 374 / 348 MB/s, fastokens 383 / 389 in one run); with it, 361 / 761 and
+    372 / 766."""
     times: dict[tuple[str, int], list[float]] = {(name, th): [] for name in encoders for th in (1, 2)}
     for _ in range(repeat):
         for th in (1, 2):
             for name, run in encoders.items():
                 with Pinned(th):
+                    if th > 1:
+                        run(th)  # let the scheduler spread the threads again
                     start = time.perf_counter()
                     run(th)
                     times[name, th].append(time.perf_counter() - start)
