@@ -155,6 +155,25 @@ const EMPTY_SLOT: Slot = Slot {
     value: 0,
 };
 
+/// `n` empty slots, as zeroed memory: a large block comes from pages the system zeroes on
+/// first touch, so a map's slots cost memory only as they are used (`vec![EMPTY_SLOT; n]`
+/// wrote every slot).
+fn empty_slots(n: usize) -> Box<[Slot]> {
+    if n == 0 {
+        return Box::new([]);
+    }
+    let layout = std::alloc::Layout::array::<Slot>(n).expect("a table of slots fits in memory");
+    // SAFETY: `layout` has a nonzero size; all zero bits is a valid slot (`EMPTY_SLOT`, three
+    // integers); and a boxed slice of `n` slots is freed with this very layout
+    unsafe {
+        let p = std::alloc::alloc_zeroed(layout) as *mut Slot;
+        if p.is_null() {
+            std::alloc::handle_alloc_error(layout);
+        }
+        Box::from_raw(std::ptr::slice_from_raw_parts_mut(p, n))
+    }
+}
+
 /// The bytes of `p` (at most 8) as a little-endian integer, without reading past its end.
 #[inline(always)]
 pub(crate) fn load_le(p: &[u8]) -> u64 {
@@ -265,7 +284,7 @@ impl ByteMap {
     /// [`ByteMap::copy_from`] it; its slots' pages are left to be zeroed on first touch.
     pub fn empty_like(&self) -> ByteMap {
         ByteMap {
-            slots: vec![EMPTY_SLOT; self.slots.len()].into_boxed_slice(),
+            slots: empty_slots(self.slots.len()),
             long: Vec::new(),
             seed: self.seed,
             len: 0,
@@ -291,7 +310,7 @@ impl ByteMap {
         // (slot indices are kept as `u32` in probes; 2**32 slots would be 64 GB)
         assert!(slots as u64 <= 1 << 32, "a ByteMap for {keys} keys");
         ByteMap {
-            slots: vec![EMPTY_SLOT; slots].into_boxed_slice(),
+            slots: empty_slots(slots),
             long: Vec::new(),
             seed,
             len: 0,
