@@ -672,8 +672,11 @@ impl Encoder {
         }
         let tokens = &mut state.tokens;
         tokens.clear();
+        let mut table = table;
         if let (Some(value), Some(t)) = (value, table.as_deref()) {
             t.extend(value, tokens);
+        } else if table.as_deref_mut().is_some_and(|t| t.recall(raw, tokens)) {
+            // from the spill
         } else {
             if let Err(e) = self.merge_pretoken(raw, tokens) {
                 state.failed = Some(e);

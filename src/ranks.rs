@@ -312,6 +312,9 @@ impl RankEncoder {
             table.extend(value, out);
             return;
         }
+        if table.recall(raw, out) {
+            return;
+        }
         let start = out.len();
         match self.merge_piece(raw, out) {
             Ok(()) => table.insert(raw, &out[start..]),
