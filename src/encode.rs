@@ -672,19 +672,13 @@ impl Encoder {
         }
         let tokens = &mut state.tokens;
         tokens.clear();
-        let mut table = table;
-        if let (Some(value), Some(t)) = (value, table.as_deref()) {
-            t.extend(value, tokens);
-        } else if table.as_deref_mut().is_some_and(|t| t.recall(raw, tokens)) {
-            // from the spill
-        } else {
-            if let Err(e) = self.merge_pretoken(raw, tokens) {
-                state.failed = Some(e);
-                return;
-            }
-            if let Some(t) = table {
-                t.insert(raw, tokens);
-            }
+        let made = match table {
+            Some(t) => t.ids_or_merge(raw, value, tokens, |buffer| self.merge_pretoken(raw, buffer)),
+            None => self.merge_pretoken(raw, tokens),
+        };
+        if let Err(e) = made {
+            state.failed = Some(e);
+            return;
         }
         if self.super_ranks.is_empty() {
             out.extend_from_slice(tokens);

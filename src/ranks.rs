@@ -308,19 +308,8 @@ impl RankEncoder {
         out: &mut Vec<u32>,
         error: &mut Option<Error>,
     ) {
-        if let Some(value) = value {
-            table.extend(value, out);
-            return;
-        }
-        if table.recall(raw, out) {
-            return;
-        }
-        let start = out.len();
-        match self.merge_piece(raw, out) {
-            Ok(()) => table.insert(raw, &out[start..]),
-            Err(e) => {
-                error.get_or_insert(e);
-            }
+        if let Err(e) = table.ids_or_merge(raw, value, out, |out| self.merge_piece(raw, out)) {
+            error.get_or_insert(e);
         }
     }
 

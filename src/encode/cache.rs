@@ -166,7 +166,7 @@ impl Table {
     /// 303.4 against 300.3, and on 10 MB (which never refills the table) the same speed
     /// (32K model 347.4 / 591.0 against 351.7 / 596.3 MB/s on one thread / two).  Peak RSS
     /// of the 100 MB at two threads: 500 -> 534 MB.
-    pub fn recall(&mut self, piece: &[u8], out: &mut Vec<TokenId>) -> bool {
+    fn recall(&mut self, piece: &[u8], out: &mut Vec<TokenId>) -> bool {
         let Some(ids) = self.spill.as_deref().and_then(|s| s.get(piece)) else {
             return false;
         };
@@ -174,6 +174,26 @@ impl Table {
         out.extend_from_slice(ids);
         self.insert_here(piece, &out[start..]);
         true
+    }
+
+    /// Append the ids of `piece`, a pretoken that is not a token, to `out`: from its entry
+    /// in this table (`value`, as the look-up found it), from the spill, or made by `merge`
+    /// (which appends them to the buffer it is given) and then remembered.
+    pub fn ids_or_merge<E>(
+        &mut self,
+        piece: &[u8],
+        value: Option<u32>,
+        out: &mut Vec<TokenId>,
+        merge: impl FnOnce(&mut Vec<TokenId>) -> std::result::Result<(), E>,
+    ) -> std::result::Result<(), E> {
+        if let Some(value) = value {
+            self.extend(value, out);
+        } else if !self.recall(piece, out) {
+            let start = out.len();
+            merge(out)?;
+            self.insert(piece, &out[start..]);
+        }
+        Ok(())
     }
 
     /// Remember that `piece`, which is not in the table, encodes to `ids` (ignored for a
