@@ -20,7 +20,6 @@
 //! still not work for iterators.
 
 use rayon::prelude::*;
-use rustc_hash::FxHashMap;
 
 use crate::error::Result;
 use crate::input::Documents;
@@ -36,8 +35,223 @@ struct Table {
     ids: KeyMap,
     counts: Vec<u64>,
     has_letter: Vec<bool>,
-    runs: FxHashMap<Box<[u32]>, u64>,
+    runs: RunCounter,
     pretokens: u64,
+}
+
+/// A run's record: `[len, count (low half), count (high half), ids...]`.
+const RECORD_HEAD: usize = 3;
+
+/// How many `u32`s a chunk of records holds (4 MB; a longer record gets a chunk of its own).
+/// (Tiny in tests, so that they cross chunks.)
+const CHUNK: usize = if cfg!(test) { 64 } else { 1 << 20 };
+
+/// The letter runs of one counting table being counted: each distinct run once, as a record
+/// in chunks of records in the order first seen, found through a table of slots that hold
+/// the run's hash, length and place.
+///
+/// (Round 11, issue 12.  The runs were a hash map of boxed runs, which does not keep the
+/// hashes: each time it grew, every box was read again to rehash it (at 100 MB of
+/// Gutenberg, 2.7 M distinct runs, `perf` put 14% of a BoundlessBPE training there).  Here
+/// growing moves slots only, a run is copied once to the end of a chunk instead of
+/// allocated, chunks are never copied to grow (one vector of records that doubled cost a
+/// tenth of the samples, copying and faulting in its pages), and stage 3 reads the
+/// records in order instead of chasing a box per run.)
+#[derive(Default)]
+pub struct RunCounter {
+    chunks: Vec<Vec<u32>>,
+    slots: hashbrown::HashTable<RunSlot>,
+}
+
+#[derive(Clone, Copy)]
+struct RunSlot {
+    hash: u32,
+    /// the run's length
+    len: u32,
+    /// where its record is: chunk << 32 | offset
+    at: u64,
+}
+
+/// A run's 32-bit hash (id by id, multiplying the state: its high half is well mixed).
+#[inline]
+fn run_hash(run: &[u32]) -> u32 {
+    let mut h = run.len() as u64;
+    for &id in run {
+        h = (h.rotate_left(5) ^ id as u64).wrapping_mul(0xD6E8_FEB8_6659_FD93);
+    }
+    (h >> 32) as u32
+}
+
+/// The table's 64-bit hash of a slot, made from the 32 bits it keeps (hashbrown takes its
+/// buckets from the low bits and its tags from the top ones).
+#[inline]
+fn slot_hash(hash: u32) -> u64 {
+    (hash as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
+/// Append `run`'s record with `count` to `chunks` and say where it is (`RunSlot::at`).
+fn push_record(chunks: &mut Vec<Vec<u32>>, run: &[u32], count: u64) -> u64 {
+    let size = RECORD_HEAD + run.len();
+    match chunks.last() {
+        Some(last) if last.capacity() - last.len() >= size => {}
+        _ => chunks.push(Vec::with_capacity(size.max(CHUNK))),
+    }
+    let chunk = chunks.len() - 1;
+    let records = &mut chunks[chunk];
+    let at = (chunk as u64) << 32 | records.len() as u64;
+    records.extend_from_slice(&[run.len() as u32, count as u32, (count >> 32) as u32]);
+    records.extend_from_slice(run);
+    at
+}
+
+impl RunCounter {
+    /// Count one more occurrence of `run`.
+    #[inline]
+    fn add(&mut self, run: &[u32]) {
+        let hash = run_hash(run);
+        let chunks = &mut self.chunks;
+        let found = self.slots.find(slot_hash(hash), |s| {
+            if s.hash != hash || s.len as usize != run.len() {
+                return false;
+            }
+            let start = (s.at as u32) as usize + RECORD_HEAD;
+            let ids = &chunks[(s.at >> 32) as usize][start..start + run.len()];
+            ids.iter().zip(run).all(|(a, b)| a == b)
+        });
+        if let Some(s) = found {
+            let offset = (s.at as u32) as usize;
+            let head = &mut chunks[(s.at >> 32) as usize][offset + 1..offset + 3];
+            let count = (head[0] as u64 | (head[1] as u64) << 32) + 1;
+            head[0] = count as u32;
+            head[1] = (count >> 32) as u32;
+            return;
+        }
+        let at = push_record(chunks, run, 1);
+        let slot = RunSlot {
+            hash,
+            len: run.len() as u32,
+            at,
+        };
+        self.slots
+            .insert_unique(slot_hash(hash), slot, |s| slot_hash(s.hash));
+    }
+
+    /// The counted runs, without the table that found them.
+    fn into_list(self) -> RunList {
+        RunList {
+            runs: self.slots.len(),
+            chunks: self.chunks,
+        }
+    }
+}
+
+/// Letter runs with their counts, as records in chunks (see [`RunCounter`]).
+#[derive(Default, Clone)]
+pub struct RunList {
+    chunks: Vec<Vec<u32>>,
+    runs: usize,
+}
+
+impl RunList {
+    /// The list of `runs` (each of two or more ids; a run may come more than once).
+    pub fn from_runs<'a>(runs: impl IntoIterator<Item = (&'a [u32], u64)>) -> RunList {
+        let mut list = RunList::default();
+        for (run, count) in runs {
+            push_record(&mut list.chunks, run, count);
+            list.runs += 1;
+        }
+        list
+    }
+
+    /// How many runs.
+    pub fn len(&self) -> usize {
+        self.runs
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.runs == 0
+    }
+
+    /// The runs with their counts, in order.
+    pub fn iter(&self) -> RunIter<'_> {
+        RunIter {
+            rest: &[],
+            more: self.chunks.iter().map(|c| &c[..]).collect(),
+            next: 0,
+        }
+    }
+
+    /// The runs in `parts` pieces (or fewer) of about equal size, in order.
+    pub fn split(&self, parts: usize) -> Vec<RunIter<'_>> {
+        let total: usize = self.chunks.iter().map(Vec::len).sum();
+        let per = total.div_ceil(parts.max(1)).max(1);
+        let mut pieces = Vec::with_capacity(parts);
+        let mut piece: Vec<&[u32]> = Vec::new();
+        let mut size = 0;
+        for chunk in &self.chunks {
+            let mut start = 0;
+            let mut at = 0;
+            while at < chunk.len() {
+                at += RECORD_HEAD + chunk[at] as usize;
+                if size + at - start >= per {
+                    piece.push(&chunk[start..at]);
+                    pieces.push(RunIter::over(std::mem::take(&mut piece)));
+                    start = at;
+                    size = 0;
+                }
+            }
+            if start < chunk.len() {
+                piece.push(&chunk[start..]);
+                size += chunk.len() - start;
+            }
+        }
+        if !piece.is_empty() {
+            pieces.push(RunIter::over(piece));
+        }
+        pieces
+    }
+}
+
+/// Runs with their counts, from a [`RunList`].
+#[derive(Clone)]
+pub struct RunIter<'a> {
+    /// the records of the current slice not read yet
+    rest: &'a [u32],
+    /// slices of records
+    more: Vec<&'a [u32]>,
+    /// the next of `more` to read
+    next: usize,
+}
+
+impl<'a> RunIter<'a> {
+    fn over(slices: Vec<&'a [u32]>) -> RunIter<'a> {
+        RunIter {
+            rest: &[],
+            more: slices,
+            next: 0,
+        }
+    }
+
+    /// At least the number of pretokens the runs left hold.
+    pub fn room(&self) -> usize {
+        self.rest.len() + self.more[self.next..].iter().map(|s| s.len()).sum::<usize>()
+    }
+}
+
+impl<'a> Iterator for RunIter<'a> {
+    type Item = (&'a [u32], u64);
+
+    #[inline]
+    fn next(&mut self) -> Option<(&'a [u32], u64)> {
+        while self.rest.is_empty() {
+            self.rest = self.more.get(self.next)?;
+            self.next += 1;
+        }
+        let (head, tail) = self.rest.split_first_chunk::<RECORD_HEAD>()?;
+        let (run, rest) = tail.split_at(head[0] as usize);
+        self.rest = rest;
+        Some((run, head[1] as u64 | (head[2] as u64) << 32))
+    }
 }
 
 impl Table {
@@ -72,13 +286,13 @@ impl Table {
                 run.push(id);
             } else {
                 if run.len() >= 2 {
-                    *self.runs.entry(run.as_slice().into()).or_insert(0) += 1;
+                    self.runs.add(run);
                 }
                 run.clear();
             }
         })?;
         if run.len() >= 2 {
-            *self.runs.entry(run.as_slice().into()).or_insert(0) += 1;
+            self.runs.add(run);
         }
         Ok(())
     }
@@ -86,7 +300,7 @@ impl Table {
 
 /// Letter runs with counts, per counting table: (the table's pretoken id -> index into
 /// `Counts::words`, runs in the table's pretoken ids).
-pub type Runs = Vec<(Vec<u32>, FxHashMap<Box<[u32]>, u64>)>;
+pub type Runs = Vec<(Vec<u32>, RunList)>;
 
 /// The aggregated corpus.
 pub struct Counts {
@@ -194,7 +408,7 @@ impl<'a> Counter<'a> {
         for (key, &id) in index.iter() {
             words[id as usize] = (key.to_boxed_str(), counts[id as usize]);
         }
-        let mut runs: Runs = vec![((0..counts.len() as u32).collect(), first_runs)];
+        let mut runs: Runs = vec![((0..counts.len() as u32).collect(), first_runs.into_list())];
         drop(counts);
         let mut rest = tables.peekable();
         while let Some(t) = rest.next() {
@@ -223,13 +437,70 @@ impl<'a> Counter<'a> {
                 remap[id as usize] = g;
             }
             total += t.pretokens;
-            runs.push((remap, t.runs));
+            runs.push((remap, t.runs.into_list()));
         }
         Counts {
             words,
             runs,
             documents: self.documents,
             pretokens: total,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_are_counted_as_a_map_would_and_read_back_in_any_pieces() {
+        let mut rng = crate::XorShift(0x9E37_79B9_7F4A_7C15);
+        for round in 0..200 {
+            // few distinct ids, so that runs repeat; some runs longer than a chunk
+            let ids = 2 + rng.below(5);
+            let mut counter = RunCounter::default();
+            let mut expected: std::collections::HashMap<Vec<u32>, u64> = Default::default();
+            let mut order: Vec<Vec<u32>> = Vec::new();
+            for _ in 0..rng.below(300) {
+                let len = if rng.below(20) == 0 {
+                    50 + rng.below(150)
+                } else {
+                    2 + rng.below(4)
+                };
+                let run: Vec<u32> = (0..len).map(|_| rng.below(ids) as u32).collect();
+                counter.add(&run);
+                let count = expected.entry(run.clone()).or_insert(0);
+                if *count == 0 {
+                    order.push(run);
+                }
+                *count += 1;
+            }
+            let list = counter.into_list();
+            assert_eq!(list.len(), expected.len(), "round {round}");
+            // in the order first seen, each once, with its count
+            let got: Vec<(Vec<u32>, u64)> = list.iter().map(|(r, c)| (r.to_vec(), c)).collect();
+            let want: Vec<(Vec<u32>, u64)> = order.iter().map(|r| (r.clone(), expected[r])).collect();
+            assert_eq!(got, want, "round {round}");
+            // the pieces of a split, one after the other, are the same runs
+            for parts in [1, 2, 3, 7] {
+                let pieces = list.split(parts);
+                assert!(pieces.len() <= parts, "round {round}, {parts} parts");
+                let joined: Vec<(Vec<u32>, u64)> = pieces
+                    .into_iter()
+                    .flat_map(|p| {
+                        let room = p.room();
+                        let runs: Vec<(Vec<u32>, u64)> = p.map(|(r, c)| (r.to_vec(), c)).collect();
+                        assert!(room >= runs.iter().map(|(r, _)| r.len()).sum::<usize>());
+                        runs
+                    })
+                    .collect();
+                assert_eq!(joined, want, "round {round}, {parts} parts");
+            }
+            // a list made of runs and counts reads them back, counts of 64 bits too
+            let big: Vec<(Vec<u32>, u64)> = want.iter().map(|(r, c)| (r.clone(), c << 40 | c)).collect();
+            let again = RunList::from_runs(big.iter().map(|(r, c)| (&r[..], *c)));
+            let back: Vec<(Vec<u32>, u64)> = again.iter().map(|(r, c)| (r.to_vec(), c)).collect();
+            assert_eq!(back, big, "round {round}");
         }
     }
 }

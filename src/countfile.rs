@@ -15,7 +15,7 @@
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
-use crate::count::Counts;
+use crate::count::{Counts, RunList};
 use crate::error::{Error, Result};
 
 /// The first 8 bytes of every count file.
@@ -159,7 +159,7 @@ impl CountTable {
         let parts = counts
             .runs
             .into_iter()
-            .map(|(remap, table)| (remap, table.into_iter().collect()))
+            .map(|(remap, table)| (remap, table.iter().map(|(run, c)| (run.into(), c)).collect()))
             .collect();
         canonical(settings, counts.documents, counts.pretokens, counts.words, parts)
     }
@@ -169,7 +169,7 @@ impl CountTable {
     pub fn to_counts(&self, with_runs: bool) -> Counts {
         let runs = if with_runs {
             let identity: Vec<u32> = (0..self.words.len() as u32).collect();
-            let table: FxHashMap<Box<[u32]>, u64> = self.runs.iter().cloned().collect();
+            let table = RunList::from_runs(self.runs.iter().map(|(run, c)| (&run[..], *c)));
             vec![(identity, table)]
         } else {
             Vec::new()

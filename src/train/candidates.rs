@@ -20,6 +20,8 @@
 use rayon::prelude::*;
 use rustc_hash::FxBuildHasher;
 
+#[cfg(test)]
+use crate::count::RunList;
 use crate::count::Runs;
 use crate::tokens::TokenId;
 
@@ -79,9 +81,6 @@ struct Flat {
     counts: Vec<u64>,
 }
 
-/// How many runs ahead [`flatten`] starts loading a run's pretokens.
-const RUN_AHEAD: usize = 8;
-
 /// Marks a pretoken that is not eligible in [`flatten`]'s table (token ids are below 2**31).
 const NOT_ELIGIBLE: TokenId = TokenId::MAX;
 
@@ -104,23 +103,18 @@ fn flatten(runs: Runs, token_of: &[Option<TokenId>]) -> Vec<Flat> {
             .map(|&g| token_of[g as usize].unwrap_or(NOT_ELIGIBLE))
             .collect();
         drop(remap);
-        let entries: Vec<(&[u32], u64)> = table.iter().map(|(run, &count)| (&**run, count)).collect();
-        let per = entries.len().div_ceil(threads).max(1);
+        let pieces = table.split(threads);
         flats
             .par_iter_mut()
-            .zip(entries.par_chunks(per))
-            .for_each(|(flat, chunk)| {
-                // room for every pretoken of the chunk (most are eligible), so that the flat
+            .zip(pieces.into_par_iter())
+            .for_each(|(flat, piece)| {
+                // room for every pretoken of the piece (most are eligible), so that the flat
                 // is not copied as it grows: fresh pages cost the kernel's zeroing
-                let room: usize = chunk.iter().map(|(run, _)| run.len()).sum();
+                let room = piece.room();
                 flat.tokens.reserve(room);
                 flat.lens.reserve(room / 2);
                 flat.counts.reserve(room / 2);
-                for (k, &(run, count)) in chunk.iter().enumerate() {
-                    // each run is a box of its own, somewhere in memory: load a few ahead
-                    if let Some((ahead, _)) = chunk.get(k + RUN_AHEAD) {
-                        crate::prefetch(ahead.as_ptr());
-                    }
+                for (run, count) in piece {
                     let mut start = flat.tokens.len();
                     for &pretoken in run {
                         let t = local[pretoken as usize];
@@ -134,8 +128,7 @@ fn flatten(runs: Runs, token_of: &[Option<TokenId>]) -> Vec<Flat> {
                     flat.close(start, count);
                 }
             });
-        let n = entries.len();
-        drop(entries);
+        let n = table.len();
         drop(table);
         crate::release_freed_memory(n); // (the table's pages, before the next one's flats)
     }
@@ -548,14 +541,16 @@ pub(crate) fn random_runs(
     (0..2)
         .map(|_| {
             let remap: Vec<u32> = (0..words as u32).map(|_| next(words as u64) as u32).collect();
-            let mut table: rustc_hash::FxHashMap<Box<[u32]>, u64> = Default::default();
-            for _ in 0..next(most_runs) + 1 {
-                let run: Box<[u32]> = (0..2 + next(most_len))
-                    .map(|_| next(words as u64) as u32)
-                    .collect();
-                *table.entry(run).or_insert(0) += 1 + next(most_count);
-            }
-            (remap, table)
+            // (a run may come twice, as runs of different tables do)
+            let runs: Vec<(Vec<u32>, u64)> = (0..next(most_runs) + 1)
+                .map(|_| {
+                    let run = (0..2 + next(most_len))
+                        .map(|_| next(words as u64) as u32)
+                        .collect();
+                    (run, 1 + next(most_count))
+                })
+                .collect();
+            (remap, RunList::from_runs(runs.iter().map(|(r, c)| (&r[..], *c))))
         })
         .collect()
 }
