@@ -21,7 +21,7 @@
 
 use rayon::prelude::*;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::input::Documents;
 use crate::pretokenize::classes::{bits, L};
 use crate::pretokenize::Pretokenizer;
@@ -42,34 +42,55 @@ struct Table {
 /// A run's record: `[len, count (low half), count (high half), ids...]`.
 const RECORD_HEAD: usize = 3;
 
-/// How many `u32`s a chunk of records holds (4 MB; a longer record gets a chunk of its own).
-/// (Tiny in tests, so that they cross chunks.)
-const CHUNK: usize = if cfg!(test) { 64 } else { 1 << 20 };
+/// How many `u32`s a chunk of records holds, as a power of two (4 MB; a longer record gets a
+/// chunk of its own).  (Tiny in tests, so that they cross chunks.)
+const CHUNK_BITS: u32 = if cfg!(test) { 6 } else { 20 };
+const CHUNK: usize = 1 << CHUNK_BITS;
+
+/// At most this many chunks per table (the place of a record is `chunk << CHUNK_BITS |
+/// offset` in 32 bits; 16 GB of records, far beyond any one counting table's memory).
+const MOST_CHUNKS: usize = (1 << (32 - CHUNK_BITS)) - 1;
+
+/// An empty slot of [`RunCounter::slots`].
+const EMPTY: u64 = u64::MAX;
 
 /// The letter runs of one counting table being counted: each distinct run once, as a record
-/// in chunks of records in the order first seen, found through a table of slots that hold
-/// the run's hash, length and place.
+/// in chunks of records in the order first seen, found through a table of slots, each the
+/// run's hash and its record's place in one word (open addressing, linear probing, at most
+/// half full).
 ///
 /// (Round 11, issue 12.  The runs were a hash map of boxed runs, which does not keep the
 /// hashes: each time it grew, every box was read again to rehash it (at 100 MB of
 /// Gutenberg, 2.7 M distinct runs, `perf` put 14% of a BoundlessBPE training there).  Here
 /// growing moves slots only, a run is copied once to the end of a chunk instead of
 /// allocated, chunks are never copied to grow (one vector of records that doubled cost a
-/// tenth of the samples, copying and faulting in its pages), and stage 3 reads the
-/// records in order instead of chasing a box per run.)
-#[derive(Default)]
+/// tenth of the samples, copying and faulting in its pages), and stage 3 reads the records
+/// in order instead of chasing a box per run.  Nine runs in ten are new, so most look-ups
+/// end at an empty slot: here that is one cache miss, where hashbrown's table (its control
+/// bytes, then the slot it writes) took two.)
 pub struct RunCounter {
     chunks: Vec<Vec<u32>>,
-    slots: hashbrown::HashTable<RunSlot>,
+    /// `EMPTY`, or a run's hash in the low half and its record's place in the high half
+    slots: Vec<u64>,
+    runs: usize,
+    /// the records reached `MOST_CHUNKS`: no run was added since
+    full: bool,
+    /// the run [`RunCounter::add_soon`] will count next, and its hash
+    pending: Vec<u32>,
+    pending_hash: u32,
 }
 
-#[derive(Clone, Copy)]
-struct RunSlot {
-    hash: u32,
-    /// the run's length
-    len: u32,
-    /// where its record is: chunk << 32 | offset
-    at: u64,
+impl Default for RunCounter {
+    fn default() -> RunCounter {
+        RunCounter {
+            chunks: Vec::new(),
+            slots: vec![EMPTY; 1 << 10],
+            runs: 0,
+            full: false,
+            pending: Vec::new(),
+            pending_hash: 0,
+        }
+    }
 }
 
 /// A run's 32-bit hash (id by id, multiplying the state: its high half is well mixed).
@@ -82,66 +103,117 @@ fn run_hash(run: &[u32]) -> u32 {
     (h >> 32) as u32
 }
 
-/// The table's 64-bit hash of a slot, made from the 32 bits it keeps (hashbrown takes its
-/// buckets from the low bits and its tags from the top ones).
-#[inline]
-fn slot_hash(hash: u32) -> u64 {
-    (hash as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
-}
-
-/// Append `run`'s record with `count` to `chunks` and say where it is (`RunSlot::at`).
-fn push_record(chunks: &mut Vec<Vec<u32>>, run: &[u32], count: u64) -> u64 {
+/// Append `run`'s record with `count` to `chunks`; returns its chunk and offset.
+fn push_record(chunks: &mut Vec<Vec<u32>>, run: &[u32], count: u64) -> (usize, usize) {
     let size = RECORD_HEAD + run.len();
     match chunks.last() {
-        Some(last) if last.capacity() - last.len() >= size => {}
+        // (a record starts below `CHUNK`, so that its offset fits in `CHUNK_BITS`)
+        Some(last) if last.len() < CHUNK && last.capacity() - last.len() >= size => {}
         _ => chunks.push(Vec::with_capacity(size.max(CHUNK))),
     }
     let chunk = chunks.len() - 1;
     let records = &mut chunks[chunk];
-    let at = (chunk as u64) << 32 | records.len() as u64;
+    let offset = records.len();
     records.extend_from_slice(&[run.len() as u32, count as u32, (count >> 32) as u32]);
     records.extend_from_slice(run);
-    at
+    (chunk, offset)
 }
 
 impl RunCounter {
-    /// Count one more occurrence of `run`.
+    /// Count one more occurrence of `run` (which is left empty), once the next run comes or
+    /// at the end: its slot is loaded meanwhile.
     #[inline]
-    fn add(&mut self, run: &[u32]) {
+    fn add_soon(&mut self, run: &mut Vec<u32>) {
         let hash = run_hash(run);
-        let chunks = &mut self.chunks;
-        let found = self.slots.find(slot_hash(hash), |s| {
-            if s.hash != hash || s.len as usize != run.len() {
-                return false;
-            }
-            let start = (s.at as u32) as usize + RECORD_HEAD;
-            let ids = &chunks[(s.at >> 32) as usize][start..start + run.len()];
-            ids.iter().zip(run).all(|(a, b)| a == b)
-        });
-        if let Some(s) = found {
-            let offset = (s.at as u32) as usize;
-            let head = &mut chunks[(s.at >> 32) as usize][offset + 1..offset + 3];
-            let count = (head[0] as u64 | (head[1] as u64) << 32) + 1;
-            head[0] = count as u32;
-            head[1] = (count >> 32) as u32;
-            return;
+        crate::prefetch(&self.slots[hash as usize & (self.slots.len() - 1)]);
+        if !self.pending.is_empty() {
+            let pending = std::mem::take(&mut self.pending);
+            self.add(&pending, self.pending_hash);
+            self.pending = pending;
         }
-        let at = push_record(chunks, run, 1);
-        let slot = RunSlot {
-            hash,
-            len: run.len() as u32,
-            at,
-        };
-        self.slots
-            .insert_unique(slot_hash(hash), slot, |s| slot_hash(s.hash));
+        std::mem::swap(&mut self.pending, run);
+        run.clear();
+        self.pending_hash = hash;
     }
 
-    /// The counted runs, without the table that found them.
-    fn into_list(self) -> RunList {
-        RunList {
-            runs: self.slots.len(),
-            chunks: self.chunks,
+    /// Count the run [`RunCounter::add_soon`] holds.
+    fn flush(&mut self) {
+        if !self.pending.is_empty() {
+            let pending = std::mem::take(&mut self.pending);
+            self.add(&pending, self.pending_hash);
         }
+    }
+
+    /// Count one more occurrence of `run`, whose hash is `hash`.
+    #[inline]
+    fn add(&mut self, run: &[u32], hash: u32) {
+        if self.full {
+            return;
+        }
+        if (self.runs + 1) * 2 > self.slots.len() {
+            self.grow();
+        }
+        let mask = self.slots.len() - 1;
+        let mut i = hash as usize & mask;
+        loop {
+            let slot = self.slots[i];
+            if slot == EMPTY {
+                break;
+            }
+            if slot as u32 == hash {
+                let at = (slot >> 32) as usize;
+                let offset = at & (CHUNK - 1);
+                let record = &mut self.chunks[at >> CHUNK_BITS][offset..];
+                if record[0] as usize == run.len() && record[RECORD_HEAD..RECORD_HEAD + run.len()] == *run {
+                    let count = (record[1] as u64 | (record[2] as u64) << 32) + 1;
+                    record[1] = count as u32;
+                    record[2] = (count >> 32) as u32;
+                    return;
+                }
+            }
+            i = (i + 1) & mask;
+        }
+        let (chunk, offset) = push_record(&mut self.chunks, run, 1);
+        if chunk >= MOST_CHUNKS {
+            self.full = true;
+            return;
+        }
+        self.slots[i] = hash as u64 | ((chunk << CHUNK_BITS | offset) as u64) << 32;
+        self.runs += 1;
+    }
+
+    /// Twice the slots, each moved by the hash it keeps (no record is read).
+    #[cold]
+    fn grow(&mut self) {
+        let mut slots = vec![EMPTY; self.slots.len() * 2];
+        let mask = slots.len() - 1;
+        for &slot in &self.slots {
+            if slot != EMPTY {
+                let mut i = slot as u32 as usize & mask;
+                while slots[i] != EMPTY {
+                    i = (i + 1) & mask;
+                }
+                slots[i] = slot;
+            }
+        }
+        self.slots = slots;
+    }
+
+    /// The counted runs, without the table that found them, or an error if there were too
+    /// many to keep.
+    fn into_list(mut self) -> Result<RunList> {
+        self.flush();
+        if self.full {
+            return Err(Error::Runtime(format!(
+                "the letter runs of one counting table outgrew {} GB; count the corpus in parts \
+                 (superword.count on each, then merge) or with more threads",
+                (MOST_CHUNKS * CHUNK * 4) >> 30
+            )));
+        }
+        Ok(RunList {
+            runs: self.runs,
+            chunks: self.chunks,
+        })
     }
 }
 
@@ -286,13 +358,13 @@ impl Table {
                 run.push(id);
             } else {
                 if run.len() >= 2 {
-                    self.runs.add(run);
+                    self.runs.add_soon(run);
                 }
                 run.clear();
             }
         })?;
         if run.len() >= 2 {
-            self.runs.add(run);
+            self.runs.add_soon(run);
         }
         Ok(())
     }
@@ -330,7 +402,7 @@ pub fn count_documents(
     })?;
     let n = counter.documents();
     control.progress("count", n, n)?;
-    Ok(pool.install(|| counter.finish()))
+    pool.install(|| counter.finish())
 }
 
 /// Counts documents batch by batch.  Each of the `workers` tables always takes the same share
@@ -394,7 +466,7 @@ impl<'a> Counter<'a> {
     /// looked up in it in parallel, and only the keys it lacks get new ids (added to the table
     /// for the next one, except after the last).  With two threads the final merge was a
     /// serial tail of 0.15-0.2 s on 100 MB of Gutenberg text (4-5% of a BPE training).
-    pub fn finish(self) -> Counts {
+    pub fn finish(self) -> Result<Counts> {
         let mut tables = self.tables.into_iter();
         let first = tables.next().expect("a counter has at least one table");
         let Table {
@@ -408,7 +480,7 @@ impl<'a> Counter<'a> {
         for (key, &id) in index.iter() {
             words[id as usize] = (key.to_boxed_str(), counts[id as usize]);
         }
-        let mut runs: Runs = vec![((0..counts.len() as u32).collect(), first_runs.into_list())];
+        let mut runs: Runs = vec![((0..counts.len() as u32).collect(), first_runs.into_list()?)];
         drop(counts);
         let mut rest = tables.peekable();
         while let Some(t) = rest.next() {
@@ -437,14 +509,14 @@ impl<'a> Counter<'a> {
                 remap[id as usize] = g;
             }
             total += t.pretokens;
-            runs.push((remap, t.runs.into_list()));
+            runs.push((remap, t.runs.into_list()?));
         }
-        Counts {
+        Ok(Counts {
             words,
             runs,
             documents: self.documents,
             pretokens: total,
-        }
+        })
     }
 }
 
@@ -468,14 +540,20 @@ mod tests {
                     2 + rng.below(4)
                 };
                 let run: Vec<u32> = (0..len).map(|_| rng.below(ids) as u32).collect();
-                counter.add(&run);
+                if rng.below(2) == 0 {
+                    // (in the order given: the run held back first)
+                    counter.flush();
+                    counter.add(&run, run_hash(&run));
+                } else {
+                    counter.add_soon(&mut run.clone());
+                }
                 let count = expected.entry(run.clone()).or_insert(0);
                 if *count == 0 {
                     order.push(run);
                 }
                 *count += 1;
             }
-            let list = counter.into_list();
+            let list = counter.into_list().unwrap();
             assert_eq!(list.len(), expected.len(), "round {round}");
             // in the order first seen, each once, with its count
             let got: Vec<(Vec<u32>, u64)> = list.iter().map(|(r, c)| (r.to_vec(), c)).collect();
