@@ -15,8 +15,9 @@
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
-use crate::count::{Counts, RunList};
+use crate::count::Counts;
 use crate::error::{Error, Result};
+use crate::seqs::SeqList;
 
 /// The first 8 bytes of every count file.
 pub const MAGIC: &[u8; 8] = b"SWCOUNTS";
@@ -159,7 +160,7 @@ impl CountTable {
         let parts = counts
             .runs
             .into_iter()
-            .map(|(remap, table)| (remap, table.iter().map(|(run, c)| (run.into(), c)).collect()))
+            .map(|(remap, table)| (remap, table.iter().map(|(run, c, _)| (run.into(), c)).collect()))
             .collect();
         canonical(settings, counts.documents, counts.pretokens, counts.words, parts)
     }
@@ -169,7 +170,7 @@ impl CountTable {
     pub fn to_counts(&self, with_runs: bool) -> Counts {
         let runs = if with_runs {
             let identity: Vec<u32> = (0..self.words.len() as u32).collect();
-            let table = RunList::from_runs(self.runs.iter().map(|(run, c)| (&run[..], *c)));
+            let table = SeqList::from_seqs(self.runs.iter().map(|(run, c)| (&run[..], *c)));
             vec![(identity, table)]
         } else {
             Vec::new()

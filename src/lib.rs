@@ -35,6 +35,7 @@ pub mod model;
 pub mod pretokenize;
 pub mod ranks;
 pub mod scripts;
+pub mod seqs;
 pub mod threads;
 pub mod tokenizer;
 pub mod tokens;

@@ -259,8 +259,13 @@ mod tests {
                 single: None,
             };
             let threshold = word.min_merge_count().unwrap();
-            let with_cut =
-                train_boundless(&word, word.vocab.clone(), cut(&candidates, threshold, n), &Silent).unwrap();
+            let with_cut = train_boundless(
+                &word,
+                word.vocab.clone(),
+                cut(&candidates, threshold, n).unwrap(),
+                &Silent,
+            )
+            .unwrap();
             // (exact: neither cut nor floored)
             let without = train_floored(
                 &word,

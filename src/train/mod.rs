@@ -575,7 +575,7 @@ fn train_counted(counts: Counts, config: &Config, control: &dyn Control, stats: 
     // for SuperBPE without the greedy split the number of candidates before adding up)
     let (candidates, reported) = match (config.algorithm, threshold) {
         (Algorithm::Boundless, Some(t)) if !config.greedy_split => {
-            let cut = cut_runs(runs, &token_of, t, n_tokens);
+            let cut = cut_runs(runs, &token_of, t, n_tokens)?;
             let n = cut.segments.len();
             (Stage3::Cut(cut), n)
         }
@@ -586,7 +586,7 @@ fn train_counted(counts: Counts, config: &Config, control: &dyn Control, stats: 
             (Stage3::Whole(SuperCandidates::Flat(flat)), n)
         }
         _ => {
-            let mut candidates = supermerge_candidates(runs, &token_of);
+            let mut candidates = supermerge_candidates(runs, &token_of)?;
             if config.greedy_split {
                 let min_count = last_count.unwrap_or(0).max(MIN_COUNT_FLOOR);
                 let table: rustc_hash::FxHashSet<Box<[TokenId]>> =
@@ -603,7 +603,7 @@ fn train_counted(counts: Counts, config: &Config, control: &dyn Control, stats: 
             }
             let n = candidates.len();
             let stage3 = match (config.algorithm, threshold) {
-                (Algorithm::Boundless, Some(t)) => Stage3::Cut(cut(&candidates, t, n_tokens)),
+                (Algorithm::Boundless, Some(t)) => Stage3::Cut(cut(&candidates, t, n_tokens)?),
                 (Algorithm::Boundless, None) => Stage3::Cut(CutCandidates::uncut(candidates)),
                 _ => Stage3::Whole(SuperCandidates::Added(candidates)),
             };

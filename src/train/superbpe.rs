@@ -27,7 +27,7 @@ pub enum SuperCandidates {
 }
 
 impl SuperCandidates {
-    fn cut(&self, threshold: u64, n_tokens: usize) -> CutCandidates {
+    fn cut(&self, threshold: u64, n_tokens: usize) -> Result<CutCandidates> {
         match self {
             SuperCandidates::Added(list) => cut(list, threshold, n_tokens),
             SuperCandidates::Flat(flat) => flat.cut(threshold, n_tokens),
@@ -81,17 +81,17 @@ pub fn train_superbpe(
     cuts.dedup();
     let state_at = |level: usize, vocab: &Vocab| match cuts.get(level) {
         Some(&t) => {
-            let CutCandidates { segments, alone } = candidates.cut(t, vocab.len());
+            let CutCandidates { segments, alone } = candidates.cut(t, vocab.len())?;
             let state =
                 MergeState::with_wholeness(segments.iter().map(|s| (&s.tokens[..], s.count, s.whole)), vocab)
                     // (a pair counted `t` times or fewer would end this state anyway)
                     .with_floor(t, vocab);
-            (state, alone)
+            Ok((state, alone))
         }
-        None => (candidates.uncut(vocab), Vec::new()),
+        None => Ok((candidates.uncut(vocab), Vec::new())),
     };
     let mut level = 0;
-    let (mut state, mut alone) = state_at(level, &vocab);
+    let (mut state, mut alone) = state_at(level, &vocab)?;
     let mut supermerges: Vec<TrainMerge> = Vec::new();
     let mut merged_ids: Vec<TokenId> = Vec::new();
     let mut order: Vec<TokenId> = word_order.to_vec();
@@ -106,7 +106,7 @@ pub fn train_superbpe(
                 // lower, or uncut, with the supermerges so far replayed (none of them
                 // straddles a lower cut: each counted more than `t`)
                 level += 1;
-                (state, alone) = state_at(level, &vocab);
+                (state, alone) = state_at(level, &vocab)?;
                 for (m, &id) in supermerges.iter().zip(&merged_ids) {
                     state.merge(m.pair, id, &vocab);
                 }
@@ -191,7 +191,7 @@ mod tests {
                 .map(|w| (next(6) != 0).then(|| letters[w % (2 + round % 5)]))
                 .collect();
             let runs = random_runs(&mut next, words, 40, 7, 9);
-            let list = supermerge_candidates(runs.clone(), &token_of);
+            let list = supermerge_candidates(runs.clone(), &token_of).unwrap();
             let flat = flat_candidates(runs, &token_of);
             repeated += (flat.len() > list.len()) as usize;
             let n = 1 + next(12) as usize;
