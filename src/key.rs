@@ -432,7 +432,7 @@ impl ByteMap {
     /// Where the search for `key` starts; [`ByteMap::prefetch`] it, then
     /// [`ByteMap::find`] it, so that lookups of several keys overlap their cache misses.
     #[inline(always)]
-    fn probe(&self, key: &[u8]) -> Probe {
+    pub(crate) fn probe(&self, key: &[u8]) -> Probe {
         let (head, tail) = split(key);
         Probe {
             head,
@@ -443,7 +443,7 @@ impl ByteMap {
 
     /// [`ByteMap::probe`] of the `n` bytes at the start of `window`.
     #[inline(always)]
-    fn probe_in(&self, window: &[u8; 12], n: usize) -> Probe {
+    pub(crate) fn probe_in(&self, window: &[u8; 12], n: usize) -> Probe {
         let (head, tail) = split_in(window, n);
         Probe {
             head,
@@ -465,14 +465,14 @@ impl ByteMap {
 
     /// Ask the CPU to start loading the slot where `probe`'s search starts.
     #[inline(always)]
-    fn prefetch(&self, probe: &Probe) {
+    pub(crate) fn prefetch(&self, probe: &Probe) {
         crate::prefetch(self.slot(probe.home as usize));
     }
 
     /// The value of `key`, whose probe is `probe`.  (Inlined by force: the release build
     /// left it a call, 7 % of a 32K model's encoding samples.)
     #[inline(always)]
-    fn find(&self, key: &[u8], probe: Probe) -> Option<u32> {
+    pub(crate) fn find(&self, key: &[u8], probe: Probe) -> Option<u32> {
         let Probe { head, tail, home } = probe;
         let mut i = home as usize;
         loop {
@@ -617,8 +617,8 @@ impl<'a, 'w, H: Holds, F: FnMut(&mut H, &'a [u8], Option<u32>)> Prefetched<'a, '
 }
 
 /// A key's hashed form and home slot in one [`ByteMap`].
-#[derive(Clone, Copy)]
-struct Probe {
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Probe {
     head: u64,
     tail: u32,
     /// (a `u32`, so that a probe and its key fit half a cache line: maps have far fewer than
