@@ -90,23 +90,22 @@ impl Table {
 
     /// The id of `pretoken`, which the map does not hold: a new one.
     #[cold]
-    fn new_id(&mut self, pretoken: &[u8]) -> Result<u32> {
+    fn new_id(&mut self, pretoken: &str) -> Result<u32> {
         let id = self.counts.len() as u32;
-        if !self.ids.insert(pretoken, id) {
+        if !self.ids.insert(pretoken.as_bytes(), id) {
             return Err(too_long(PRETOKENS));
         }
-        let text = std::str::from_utf8(pretoken).expect("pretokens are slices of text");
-        self.keys.push(Key::new(text));
+        self.keys.push(Key::new(pretoken));
         self.counts.push(0);
-        self.has_letter.push(text.chars().any(|c| bits(c) & L != 0));
+        self.has_letter.push(pretoken.chars().any(|c| bits(c) & L != 0));
         Ok(id)
     }
 
     /// Count the pretokens waiting in `block`, in order.
     #[inline]
-    fn count_block(&mut self, block: &[(&[u8], Probe)], with_runs: bool, run: &mut Vec<u32>) -> Result<()> {
+    fn count_block(&mut self, block: &[(&str, Probe)], with_runs: bool, run: &mut Vec<u32>) -> Result<()> {
         for &(pretoken, probe) in block {
-            let id = match self.ids.find(pretoken, probe) {
+            let id = match self.ids.find(pretoken.as_bytes(), probe) {
                 Some(id) => id,
                 None => self.new_id(pretoken)?,
             };
@@ -136,7 +135,7 @@ impl Table {
     ) -> Result<()> {
         run.clear();
         let bytes = text.as_bytes();
-        let mut block: [(&[u8], Probe); BLOCK] = [(&[], Probe::default()); BLOCK];
+        let mut block: [(&str, Probe); BLOCK] = [("", Probe::default()); BLOCK];
         let mut n = 0;
         let mut failed = Ok(());
         pre.for_each(text, |pretoken| {
@@ -158,7 +157,7 @@ impl Table {
                 None => self.ids.probe(key),
             };
             self.ids.prefetch(&probe);
-            block[n] = (key, probe);
+            block[n] = (pretoken, probe);
             n += 1;
             if n == BLOCK {
                 n = 0;
