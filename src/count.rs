@@ -10,14 +10,22 @@
 //! number of threads or on the sharing.
 //!
 //! Phase 2 needs the runs, and the input may be a Python iterator that can be read only once,
-//! so the runs are kept (as pretoken ids, aggregated) instead of re-reading the corpus.  They
-//! cost memory only for BoundlessBPE and SuperBPE; plain BPE does not collect them.  Measured
-//! on 100 MB of Gutenberg text: 2.7 M distinct runs; peak RSS about 150-180 MB for BPE and
-//! 375-417 MB for BoundlessBPE at 32,768 (the runs, then the candidates and phase 2's tables;
-//! stage 3 frees each table of runs once it is translated, see `train/candidates.rs`, and
-//! freed memory goes back to the system between stages, see `release_freed_memory`).  Re-reading
-//! files instead would save the runs' share but pay pre-tokenization twice (0.7 s here) and
-//! still not work for iterators.
+//! so the runs are kept (as pretoken ids, aggregated, in a [`SeqCounter`] per table) instead
+//! of re-reading the corpus.  They cost memory only for BoundlessBPE and SuperBPE; plain BPE
+//! does not collect them.  Measured on 100 MB of Gutenberg text: 2.2 M distinct runs on one
+//! thread; peak RSS about 165-180 MB for BPE and 305 MB for BoundlessBPE at 32,768 on one
+//! thread (the runs, then the candidates and phase 2's tables; stage 3 frees each table of
+//! runs once it is translated, see `train/candidates.rs`, and freed memory goes back to the
+//! system between stages, see `release_freed_memory`).  Re-reading files instead would save
+//! the runs' share but pay pre-tokenization twice (0.4 s here) and still not work for
+//! iterators.
+//!
+//! Round 11 (issue 12), where counting's time went (`perf`, 100 MB, one thread): interning
+//! pretokens in a hashbrown map was a third of a BPE training's counting, half of it waiting
+//! for the key's slot; they are now looked up a block at a time in a [`ByteMap`] with their
+//! slots prefetched ([`BLOCK`]): BPE's counting 0.66 -> 0.41 s.  For BoundlessBPE the runs'
+//! map of boxes was most of the rest (see `crate::seqs`); what is left of its counting is
+//! mostly the kernel zeroing fresh pages for the runs (a quarter of the samples).
 
 use rayon::prelude::*;
 

@@ -15,7 +15,9 @@
 //! shard by shard in parallel instead of into one table at the end.  Round 7 (100 MB, 32,768): the
 //! pairs for the cut are no longer all counted exactly ([`strong_pairs`]: a filter of
 //! counters first), and SuperBPE cuts the flat candidates instead of adding them up here
-//! first ([`FlatCandidates`]).
+//! first ([`FlatCandidates`]).  Round 11: the runs come as records back to back
+//! (`crate::seqs`), read in order instead of one box each, and the segments are added up in
+//! the same structure (see [`aggregate`]).
 
 use rayon::prelude::*;
 use rustc_hash::FxBuildHasher;
@@ -88,10 +90,10 @@ const NOT_ELIGIBLE: TokenId = TokenId::MAX;
 /// candidates (one [`Flat`] per thread).  The tables are read one after the other, each by
 /// all threads at once, and each is freed as a whole once read: reading them side by side
 /// held every table and every flat at once, the peak memory of a BoundlessBPE training
-/// (100 MB of Gutenberg, 32,768, two threads: 441-464 MB, now 396-423), and the boxed runs
+/// (100 MB of Gutenberg, 32,768, two threads: 441-464 MB, then 396-423), and the boxed runs
 /// of a table freed one by one while another was read left its pages mostly in use.  A
 /// table's pages go back to the system before the next is read (see
-/// `release_freed_memory`).
+/// `release_freed_memory`).  Each thread reads a piece of the table's records, in order.
 fn flatten(runs: Runs, token_of: &[Option<TokenId>]) -> Vec<Flat> {
     let threads = rayon::current_num_threads().max(1);
     let mut flats: Vec<Flat> = (0..threads).map(|_| Flat::default()).collect();
