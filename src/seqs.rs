@@ -230,10 +230,15 @@ impl SeqList {
     pub fn from_seqs<'a>(seqs: impl IntoIterator<Item = (&'a [u32], u64)>) -> SeqList {
         let mut list = SeqList::default();
         for (seq, count) in seqs {
-            push_record(&mut list.chunks, seq, count, false);
-            list.seqs += 1;
+            list.push(seq, count, false);
         }
         list
+    }
+
+    /// Append `seq` with its count and flag (a sequence may come more than once).
+    pub fn push(&mut self, seq: &[u32], count: u64, flag: bool) {
+        push_record(&mut self.chunks, seq, count, flag);
+        self.seqs += 1;
     }
 
     /// How many sequences.

@@ -85,12 +85,9 @@ fn train_floored(
     let target = word.order.len();
     // phase-2 token ids start as the word model's, so candidates need no translation
     let mut phase2_vocab = vocab;
+    let mut state =
+        MergeState::with_wholeness(candidates.iter(), &phase2_vocab).with_floor(floor, &phase2_vocab);
     let CutCandidates { segments, alone } = candidates;
-    let mut state = MergeState::with_wholeness(
-        segments.iter().map(|s| (&s.tokens[..], s.count, s.whole)),
-        &phase2_vocab,
-    )
-    .with_floor(floor, &phase2_vocab);
     drop(segments);
     let mut order: Vec<TokenId> = (0..BASE_VOCAB as TokenId).collect();
     let mut is_super = vec![false; order.len()];

@@ -30,38 +30,55 @@ use crate::tokens::TokenId;
 /// Supermerge candidates: sequences of word tokens with their counts.
 pub type Candidates = Vec<(Box<[TokenId]>, u64)>;
 
-/// A part of a candidate that phase 2 works on (see [`cut`]).
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Segment {
-    pub tokens: Box<[TokenId]>,
-    pub count: u64,
-    /// is it the whole candidate?  Only a whole candidate that becomes one token sets a
-    /// merge's flag.
-    pub whole: bool,
-}
+/// A segment as [`CutCandidates::sorted`] gives it: tokens, count, whole.
+#[cfg(test)]
+pub type SortedSegment = (Vec<TokenId>, u64, bool);
 
 /// Candidates cut into segments of two or more tokens (aggregated), and the count of each
 /// token standing alone as a one-token segment (it has no pairs, but counts for SPEC 8).
-#[derive(Debug, PartialEq, Eq)]
+/// A segment is its tokens, its count, and whether it is the whole candidate (only a whole
+/// candidate that becomes one token sets a merge's flag): the flag of [`SeqList`]'s records.
+/// (Round 11: a segment was a box of its own, made only for phase 2 to copy its tokens into
+/// its own arrays; 1.6 M boxes at 100 MB/32,768, 2.6 M at 131,072.)
 pub struct CutCandidates {
-    pub segments: Vec<Segment>,
+    /// the segments, in lists read one after the other
+    pub segments: Vec<SeqList>,
     pub alone: Vec<u64>,
 }
 
 impl CutCandidates {
     /// The candidates as they are: each one whole segment.
     pub fn uncut(candidates: Candidates) -> CutCandidates {
+        let mut list = SeqList::default();
+        for (tokens, count) in &candidates {
+            list.push(tokens, *count, true);
+        }
         CutCandidates {
-            segments: candidates
-                .into_iter()
-                .map(|(tokens, count)| Segment {
-                    tokens,
-                    count,
-                    whole: true,
-                })
-                .collect(),
+            segments: vec![list],
             alone: Vec::new(),
         }
+    }
+
+    /// Every segment: (tokens, count, whole).
+    pub fn iter(&self) -> impl Iterator<Item = (&[TokenId], u64, bool)> + Clone {
+        self.segments.iter().flat_map(SeqList::iter)
+    }
+
+    /// How many segments.
+    pub fn len(&self) -> usize {
+        self.segments.iter().map(SeqList::len).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The segments sorted, and the counts alone (for tests that compare cuts).
+    #[cfg(test)]
+    pub fn sorted(&self) -> (Vec<SortedSegment>, Vec<u64>) {
+        let mut segments: Vec<SortedSegment> = self.iter().map(|(t, c, w)| (t.to_vec(), c, w)).collect();
+        segments.sort();
+        (segments, self.alone.clone())
     }
 }
 
@@ -536,16 +553,8 @@ fn cut_source<S: Source + ?Sized>(source: &S, threshold: u64, n_tokens: usize) -
             *x += y;
         }
     }
-    let mut segments = Vec::with_capacity(lists.iter().map(SeqList::len).sum());
-    for list in lists {
-        segments.extend(list.iter().map(|(tokens, count, whole)| Segment {
-            tokens: tokens.into(),
-            count,
-            whole,
-        }));
-    }
     Ok(CutCandidates {
-        segments,
+        segments: lists,
         alone: total,
     })
 }
@@ -600,14 +609,10 @@ mod tests {
                 .collect();
             let runs = random_runs(&mut next, words, 30, 8, 5);
             let threshold = next(6) + round % 3;
-            let sorted = |mut c: CutCandidates| {
-                c.segments.sort();
-                c
-            };
             let candidates = supermerge_candidates(runs.clone(), &token_of).unwrap();
             assert_eq!(
-                sorted(cut(&candidates, threshold, 400).unwrap()),
-                sorted(cut_runs(runs, &token_of, threshold, 400).unwrap()),
+                cut(&candidates, threshold, 400).unwrap().sorted(),
+                cut_runs(runs, &token_of, threshold, 400).unwrap().sorted(),
                 "round {round}"
             );
         }

@@ -576,7 +576,7 @@ fn train_counted(counts: Counts, config: &Config, control: &dyn Control, stats: 
     let (candidates, reported) = match (config.algorithm, threshold) {
         (Algorithm::Boundless, Some(t)) if !config.greedy_split => {
             let cut = cut_runs(runs, &token_of, t, n_tokens)?;
-            let n = cut.segments.len();
+            let n = cut.len();
             (Stage3::Cut(cut), n)
         }
         (Algorithm::SuperBpe(_), _) if !config.greedy_split => {

@@ -81,12 +81,11 @@ pub fn train_superbpe(
     cuts.dedup();
     let state_at = |level: usize, vocab: &Vocab| match cuts.get(level) {
         Some(&t) => {
-            let CutCandidates { segments, alone } = candidates.cut(t, vocab.len())?;
-            let state =
-                MergeState::with_wholeness(segments.iter().map(|s| (&s.tokens[..], s.count, s.whole)), vocab)
-                    // (a pair counted `t` times or fewer would end this state anyway)
-                    .with_floor(t, vocab);
-            Ok((state, alone))
+            let cut = candidates.cut(t, vocab.len())?;
+            let state = MergeState::with_wholeness(cut.iter(), vocab)
+                // (a pair counted `t` times or fewer would end this state anyway)
+                .with_floor(t, vocab);
+            Ok((state, cut.alone))
         }
         None => Ok((candidates.uncut(vocab), Vec::new())),
     };
