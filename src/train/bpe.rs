@@ -86,20 +86,26 @@ pub fn train_words(
     });
     let mut state = MergeState::new(seqs.zip(words).map(|(s, w)| (s, w.1)), &vocab);
     // (each merge shortens a word, so there are fewer merges than tokens)
-    vocab.reserve(vocab_size.saturating_sub(vocab.len()).min(flat.len()));
+    let room = vocab_size.saturating_sub(vocab.len()).min(flat.len());
+    vocab.reserve(room);
     drop((flat, ends));
     let deletes = picky.deletes();
     if deletes {
         state.track_tokens(vocab.len());
     }
-    let mut order: Vec<TokenId> = (0..vocab.len() as TokenId).collect();
-    let mut present: Vec<bool> = vec![true; vocab.len()];
+    // (the vectors that grow by one per merge get their room first: growing them was 1% of a
+    // small training's phase 1; three trainings of taylorswift.txt at 5,000, 115.1 -> 113.8 M
+    // instructions)
+    let mut order: Vec<TokenId> = Vec::with_capacity(vocab.len() + room);
+    order.extend(0..vocab.len() as TokenId);
+    let mut present: Vec<bool> = vec![false; vocab.len() + room];
+    present[..vocab.len()].fill(true);
     let mut deletions: Vec<(usize, TokenId)> = Vec::new();
     let mut parts: FxHashMap<TokenId, Vec<TokenId>> = FxHashMap::default();
     let mut makers: FxHashMap<TokenId, Pair> = FxHashMap::default();
     // 2. merge the best pair until the vocabulary is full or no pair is left
-    let mut merges = Vec::new();
-    let mut made = Vec::new();
+    let mut merges = Vec::with_capacity(room);
+    let mut made = Vec::with_capacity(room);
     let total = vocab_size.saturating_sub(BASE_VOCAB) as u64;
     while order.len() < vocab_size {
         let Some((pair, count)) = state.best(&vocab) else {
