@@ -944,6 +944,31 @@ impl MergeState {
         self
     }
 
+    /// The floor set by [`Self::with_floor`] (0 without one).
+    pub fn floor(&self) -> u64 {
+        self.floor
+    }
+
+    /// The same sequences with every pair counted, exactly, and no floor (see
+    /// [`Self::with_floor`]): for a caller that needs the pairs at or below the floor after
+    /// all.  Reads every sequence, as the first count did.
+    pub fn without_floor(self, vocab: &Vocab) -> MergeState {
+        debug_assert!(self.tokens.is_none(), "token tracking keeps no floor");
+        let long: FxHashMap<u32, Vec<TokenId>> = self
+            .long
+            .iter()
+            .map(|(&i, l)| (i, l.tokens().collect()))
+            .collect();
+        let seqs = self.seqs.iter().enumerate().map(|(i, s)| {
+            let tokens = match long.get(&(i as u32)) {
+                Some(tokens) => &tokens[..],
+                None => &self.data[s.range()],
+            };
+            (tokens, s.weight, s.whole)
+        });
+        MergeState::with_wholeness(seqs, vocab)
+    }
+
     /// Put back into the pair table, with their exact counts and sequences, the pairs holding
     /// `token` that it left out (see [`Self::with_floor`]): before a merge that makes `token`
     /// while it may occur already.  Reads every sequence; rare.
