@@ -1236,7 +1236,7 @@ impl MergeState {
             // `with_floor`)
             let m = merged as usize;
             if m >= self.present.len() {
-                self.present.resize(m + 1, false);
+                self.present.resize((m + 1).max(2 * self.present.len()), false);
             }
             if self.present[m] {
                 #[cfg(test)]
@@ -1254,8 +1254,15 @@ impl MergeState {
         // the pair's count stays until its delta takes it to zero
         // (kept as the small vector it is: a vector made of it was an allocation per merge)
         let mut indices = std::mem::take(&mut self.info_mut(pair).seqs);
-        indices.sort_unstable();
-        indices.dedup();
+        // (almost always in order already: the first count notes sequences in order, and so
+        // does one merge; a pair gains sequences in a later merge only when that merge makes one
+        // of its tokens again.  Round 11: sorting and removing repeats anyway, and growing the
+        // present flags by one id per merge, were 1% of a small training's phase 1; three
+        // trainings of taylorswift.txt at 5,000, 112.5 -> 111.3 M instructions.)
+        if !indices.windows(2).all(|w| w[0] < w[1]) {
+            indices.sort_unstable();
+            indices.dedup();
+        }
         // long sequences first, through their position index.  (Only when there are any:
         // adding up an empty set of changes and dropping it was 2% of a small training's
         // phase 1.)
