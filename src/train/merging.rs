@@ -440,8 +440,11 @@ impl GroupChanges {
         self.delta.entry(pair).or_default().delta += d;
     }
 
-    /// `pair`'s count changes by `d`, and `pair` appears in sequence `seq`.
-    #[inline]
+    /// `pair`'s count changes by `d`, and `pair` appears in sequence `seq`.  (Always inline:
+    /// called out of line from [`rewrite_group`], 35,598 times in a small training's phase 1,
+    /// taylorswift.txt at 5,000.  Round 11, three such trainings: 111.3 -> 109.5 M
+    /// instructions.)
+    #[inline(always)]
     fn add_made(&mut self, pair: Pair, d: i64, seq: u32) {
         let change = self.delta.entry(pair).or_default();
         change.delta += d;
