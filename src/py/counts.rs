@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyIterator};
 
 use super::tokenizer::PyTokenizer;
-use super::{files, guard, iterated, watched, PyControl};
+use super::{files, guard, iterated, watched, watched_on, PyControl};
 use crate::count::count_documents;
 use crate::countfile::{CountSettings, CountTable};
 use crate::input::Documents;
@@ -235,7 +235,8 @@ pub(crate) fn train_counts(
     )?;
     let with_runs = algorithm != "bpe";
     let pool = pool(threads)?;
-    let (tokenizer, stats) = watched(py, progress, move |control| {
+    let on = pool.clone();
+    let (tokenizer, stats) = watched_on(&on, py, progress, move |control| {
         let mut stats = Vec::new();
         let model = train_from(table.to_counts(with_runs), &config, &pool, &**control, &mut stats)?;
         // the paper's encoding, without the greedy split (SPEC 3.1)

@@ -85,6 +85,12 @@ struct Entry {
 /// caller finds nothing better in the heap ([`Self::release`]); a training that stops above
 /// that count never orders them.  (Round 9: most entries pushed in a merge loop are pairs
 /// made once, which only deepened the heap every other pop and lowering goes through.)
+///
+/// Round 11, tried and dropped: one heap for the entries counted 64 times or more and one
+/// per count below, the top being the first one's or that of the highest count with entries
+/// (taylorswift.txt at 5,000, three trainings: choosing the pair 18.7 -> 18.4 M instructions
+/// but pushing dearer, phase 1 115.1 -> 115.9 M).  At 5,000 a third of the merges count 2,
+/// so the heap of count 2 is about as deep as the one heap was.
 pub struct PairHeap {
     items: Vec<Entry>,
     held: Vec<(u64, Pair)>,
@@ -414,7 +420,11 @@ struct Note {
 /// The sequences where a new pair appears are kept with the pair's count change, so that
 /// [`MergeState::merge`] finds each changed pair's entry in the pair table once, for both.
 /// (They used to be a list of (pair, sequence) noted apart, a second look-up in the big
-/// table per occurrence; that was about a fifth of phase 2.)
+/// table per occurrence; that was about a fifth of phase 2.)  Round 11, tried and dropped: the
+/// changes of pairs of the merged pair's tokens or the merged token with one neighbour token
+/// (most changes) kept by the neighbour, found through a table indexed by the token instead
+/// of hashed: phase 1 of three trainings of taylorswift.txt at 5,000 went from 130.6 to
+/// 135.4 M instructions (telling the pairs apart cost more than the hashing saved).
 #[derive(Default)]
 struct GroupChanges {
     /// (hashbrown's map, as the pair table's: the standard map's `entry` reserves room
@@ -440,8 +450,11 @@ impl GroupChanges {
         self.delta.entry(pair).or_default().delta += d;
     }
 
-    /// `pair`'s count changes by `d`, and `pair` appears in sequence `seq`.
-    #[inline]
+    /// `pair`'s count changes by `d`, and `pair` appears in sequence `seq`.  (Always inline:
+    /// called out of line from [`rewrite_group`], 35,598 times in a small training's phase 1,
+    /// taylorswift.txt at 5,000.  Round 11, three such trainings: 111.3 -> 109.5 M
+    /// instructions.)
+    #[inline(always)]
     fn add_made(&mut self, pair: Pair, d: i64, seq: u32) {
         let change = self.delta.entry(pair).or_default();
         change.delta += d;
@@ -512,6 +525,77 @@ impl GroupChanges {
     }
 }
 
+/// Replace each occurrence of `pair` in `seq` by `merged`, left to right, in place, from the
+/// first occurrence `from`; returns the new length.  (In place, from the first occurrence on:
+/// the same left-to-right scan that found the occurrences finds them again from there.
+/// Building a copy and copying it back was three calls to `memcpy` per sequence, a twentieth
+/// of a small training's phase 1.)
+#[inline]
+fn merge_in_place(seq: &mut [TokenId], from: usize, pair: Pair, merged: TokenId) -> usize {
+    let n = seq.len();
+    let (mut read, mut write) = (from, from);
+    while read < n {
+        if read + 1 < n && seq[read] == pair.0 && seq[read + 1] == pair.1 {
+            seq[write] = merged;
+            read += 2;
+        } else {
+            seq[write] = seq[read];
+            read += 1;
+        }
+        write += 1;
+    }
+    write
+}
+
+/// Does each occurrence of `pair` (of two different tokens) at `occurrences` in `seq` change
+/// only the pairs it makes with its two neighbours?  So it is when no other occurrence
+/// touches it and its left neighbour is not the pair's left token (a repeat of it would lose
+/// its last token), its right neighbour not the pair's right token, and neither is
+/// `merged` (a repeat of it could form).  Then a repeat beside it keeps its tokens and its
+/// count, and a pair of different tokens counts once wherever it is (SPEC 2.3).
+#[inline]
+fn stand_alone(seq: &[TokenId], occurrences: &[usize], pair: Pair, merged: TokenId) -> bool {
+    let n = seq.len();
+    let mut end = usize::MAX; // where the previous occurrence ended
+    for (k, &i) in occurrences.iter().enumerate() {
+        if i > 0 && (end == i || seq[i - 1] == pair.0 || seq[i - 1] == merged) {
+            return false;
+        }
+        if i + 2 < n {
+            let y = seq[i + 2];
+            if y == pair.1 || y == merged || occurrences.get(k + 1) == Some(&(i + 2)) {
+                return false;
+            }
+        }
+        end = i + 2;
+    }
+    true
+}
+
+/// `p` loses `w` occurrences, straight in the pair table `shards` (for a merge rewritten on one
+/// thread), and leaves it at `floor` or below (see [`MergeState::with_floor`]).  For the
+/// pairs an occurrence that stands alone takes from its neighbours: they hold no merged token,
+/// so they only lose in this merge, and once they leave the table nothing brings them back
+/// before the merge ends (a window of another sequence that counts them again, see
+/// [`rewrite_group`], counts them as many times before and after).  (Round 11: through the
+/// merge's table of changes they were a look-up there and another in the pair table; phase 1
+/// of three trainings of taylorswift.txt at 5,000, 120.6 -> 115.1 M instructions.)
+#[inline(always)]
+fn lose_now(shards: &mut [PairTable], floor: u64, p: Pair, w: u64) {
+    let n = shards.len();
+    match shards[shard_of(p, n)].entry(p) {
+        TableEntry::Occupied(mut o) => {
+            let info = o.get_mut();
+            debug_assert!(info.count >= w, "pair count below zero");
+            info.count -= w;
+            if info.count <= floor {
+                o.remove();
+            }
+        }
+        TableEntry::Vacant(_) => debug_assert!(floor > 0, "pair count below zero"),
+    }
+}
+
 /// How many sequences ahead [`rewrite_group`] starts loading a sequence's span.
 const SPAN_AHEAD: usize = 4;
 
@@ -533,15 +617,21 @@ fn rewrite_group(
     pair: Pair,
     merged: TokenId,
     out: &mut GroupChanges,
+    mut table: Option<(&mut [PairTable], u64)>,
 ) {
     let mut occurrences = std::mem::take(&mut out.occurrences);
     let mut windows = std::mem::take(&mut out.windows);
     // the merged pair's own loss, added up here: it changes in every sequence, and a look-up
     // in the changes' table per occurrence was a fifth of them
     let mut merged_lost = 0i64;
+    let distinct = pair.0 != pair.1;
     for (k, &index) in indices.iter().enumerate() {
         // the sequences lie scattered over the arena: start loading the span of one a few
-        // places ahead, and the tokens of the next (whose span is loaded by now)
+        // places ahead, and the tokens of the next (whose span is loaded by now).  (Round 11:
+        // without these loads when the arena holds under 2^18 tokens, phase 1 of three small
+        // trainings took 1.5% fewer instructions but no less time, 4.63-4.69 ms against
+        // 4.58-4.66 for BPE on taylorswift.txt at 5,000; and the scan for occurrences below
+        // moved into a function of its own, out of line, cost 1.4% more instructions.)
         if let Some(&ahead) = indices.get(k + SPAN_AHEAD) {
             crate::prefetch(&seqs[ahead as usize]);
         }
@@ -574,6 +664,47 @@ fn rewrite_group(
         }
         let w = weight as i64;
         out.made += occurrences.len() as u64 * w as u64;
+        // most occurrences stand alone: no other occurrence beside them, and beside them no
+        // token of a repeat the merge changes (the pair's left token before, its right token
+        // after) nor the merged token.  Then the pairs with their neighbours are all that
+        // changes, with no windows to count.  (Round 11, taylorswift.txt at 5,000, the three
+        // trainings: rewriting the words 59.6 -> 49.0 M instructions, phase 1 130.6 -> 120.6 M.)
+        if distinct && stand_alone(seq, &occurrences, pair, merged) {
+            let n = seq.len();
+            for &i in &occurrences {
+                let left = (i > 0).then(|| seq[i - 1]);
+                let right = (i + 2 < n).then(|| seq[i + 2]);
+                match &mut table {
+                    Some((shards, floor)) => {
+                        if let Some(x) = left {
+                            lose_now(shards, *floor, (x, pair.0), weight);
+                        }
+                        if let Some(y) = right {
+                            lose_now(shards, *floor, (pair.1, y), weight);
+                        }
+                    }
+                    None => {
+                        if let Some(x) = left {
+                            out.add((x, pair.0), -w);
+                        }
+                        if let Some(y) = right {
+                            out.add((pair.1, y), -w);
+                        }
+                    }
+                }
+                if let Some(x) = left {
+                    out.add_made((x, merged), w, index);
+                }
+                if let Some(y) = right {
+                    out.add_made((merged, y), w, index);
+                }
+            }
+            merged_lost += occurrences.len() as i64 * w;
+            let write = merge_in_place(seq, occurrences[0], pair, merged);
+            out.lengths.push((index, write as u32));
+            out.became_single |= write == 1 && whole;
+            continue;
+        }
         // 2. windows around the occurrences, merged when they touch
         windows.clear();
         for &i in &occurrences {
@@ -606,21 +737,7 @@ fn rewrite_group(
                 }
             });
         }
-        // (in place, from the first occurrence on: the same left-to-right scan as step 1
-        // finds the same occurrences from there.  Building a copy and copying it back was
-        // three calls to `memcpy` per sequence, a twentieth of a small training's phase 1.)
-        let n = seq.len();
-        let (mut read, mut write) = (occurrences[0], occurrences[0]);
-        while read < n {
-            if read + 1 < n && seq[read] == pair.0 && seq[read + 1] == pair.1 {
-                seq[write] = merged;
-                read += 2;
-            } else {
-                seq[write] = seq[read];
-                read += 1;
-            }
-            write += 1;
-        }
+        let write = merge_in_place(seq, occurrences[0], pair, merged);
         let new_seq = &seq[..write];
         // 4. the new windows' pairs come (positions shift by one per earlier occurrence)
         let mut before = 0; // occurrences left of the current window
@@ -844,6 +961,31 @@ impl MergeState {
         self
     }
 
+    /// The floor set by [`Self::with_floor`] (0 without one).
+    pub fn floor(&self) -> u64 {
+        self.floor
+    }
+
+    /// The same sequences with every pair counted, exactly, and no floor (see
+    /// [`Self::with_floor`]): for a caller that needs the pairs at or below the floor after
+    /// all.  Reads every sequence, as the first count did.
+    pub fn without_floor(self, vocab: &Vocab) -> MergeState {
+        debug_assert!(self.tokens.is_none(), "token tracking keeps no floor");
+        let long: FxHashMap<u32, Vec<TokenId>> = self
+            .long
+            .iter()
+            .map(|(&i, l)| (i, l.tokens().collect()))
+            .collect();
+        let seqs = self.seqs.iter().enumerate().map(|(i, s)| {
+            let tokens = match long.get(&(i as u32)) {
+                Some(tokens) => &tokens[..],
+                None => &self.data[s.range()],
+            };
+            (tokens, s.weight, s.whole)
+        });
+        MergeState::with_wholeness(seqs, vocab)
+    }
+
     /// Put back into the pair table, with their exact counts and sequences, the pairs holding
     /// `token` that it left out (see [`Self::with_floor`]): before a merge that makes `token`
     /// while it may occur already.  Reads every sequence; rare.
@@ -1002,6 +1144,9 @@ impl MergeState {
     fn apply_changes(&mut self, changes: &mut GroupChanges, vocab: &Vocab) {
         let n = self.shards.len();
         let notes = &changes.notes;
+        // (Round 11, tried and dropped: counting a new pair's notes first and making room for
+        // them when they spill, instead of the list growing by doubling: phase 1 of three
+        // small trainings 111.3 -> 111.6 M instructions.)
         let note_all = |info: &mut PairInfo, mut at: u32| {
             while at != NO_NOTE {
                 info.note(notes[at as usize].seq);
@@ -1111,7 +1256,7 @@ impl MergeState {
             // `with_floor`)
             let m = merged as usize;
             if m >= self.present.len() {
-                self.present.resize(m + 1, false);
+                self.present.resize((m + 1).max(2 * self.present.len()), false);
             }
             if self.present[m] {
                 #[cfg(test)]
@@ -1129,8 +1274,15 @@ impl MergeState {
         // the pair's count stays until its delta takes it to zero
         // (kept as the small vector it is: a vector made of it was an allocation per merge)
         let mut indices = std::mem::take(&mut self.info_mut(pair).seqs);
-        indices.sort_unstable();
-        indices.dedup();
+        // (almost always in order already: the first count notes sequences in order, and so
+        // does one merge; a pair gains sequences in a later merge only when that merge makes one
+        // of its tokens again.  Round 11: sorting and removing repeats anyway, and growing the
+        // present flags by one id per merge, were 1% of a small training's phase 1; three
+        // trainings of taylorswift.txt at 5,000, 112.5 -> 111.3 M instructions.)
+        if !indices.windows(2).all(|w| w[0] < w[1]) {
+            indices.sort_unstable();
+            indices.dedup();
+        }
         // long sequences first, through their position index.  (Only when there are any:
         // adding up an empty set of changes and dropping it was 2% of a small training's
         // phase 1.)
@@ -1178,6 +1330,7 @@ impl MergeState {
                 pair,
                 merged,
                 &mut changes,
+                Some((&mut self.shards, self.floor)),
             );
         } else {
             // contiguous groups of sequences own disjoint, increasing parts of the arena
@@ -1199,7 +1352,7 @@ impl MergeState {
                 .into_par_iter()
                 .map(|(data, base, chunk)| {
                     let mut out = GroupChanges::default();
-                    rewrite_group(data, base, seqs, chunk, pair, merged, &mut out);
+                    rewrite_group(data, base, seqs, chunk, pair, merged, &mut out, None);
                     out
                 })
                 .collect();
