@@ -290,6 +290,57 @@
 //! instructions: the pre-tokenizer and the pretoken table's hashing, `count.rs` and `key.rs`)
 //! and the model's vectors of bytes, one per token and two per merge (~2.3 M per training,
 //! `model`), which `Model`'s types fix.
+//!
+//! Round 11 (issue 12), large trainings: 100 MB of Gutenberg, judged by stage times inside the
+//! core (medians of three to five interleaved runs, fresh processes; one thread pinned to one
+//! core unless said, since this VM's wall times move by up to a third between identical
+//! runs, most of it in the kernel's zeroing of fresh pages).  At the start, one thread, 32,768:
+//! BPE 0.93 s (counting 0.66), BoundlessBPE 3.47 s (counting 1.50, phase 1 0.26, stage 3
+//! 1.14, phase 2 0.55), peak RSS 391 MB.  `perf` showed counting's time in two tables: the
+//! pretokens' hashbrown map (a third of BPE's counting, half of it waiting for slots) and the
+//! letter runs' map of boxes; and stage 3 adding up segments in maps keyed by slices, then
+//! boxing each one for phase 2 to copy.  What helped, each measured in its commit: the runs
+//! as records in chunks, found through a table of 8-byte slots and each added once the next
+//! run comes, its slot prefetched (`crate::seqs`; counting 1.37 -> 1.09 s of user time, RSS
+//! 391 -> 330 MB), with the slots three quarters full instead of half (2.85 -> 2.65 s for the
+//! training); stage 3 adding up segments in the same structure (stage 3 1.03 -> 0.87 s, RSS
+//! -> 305 MB); the pretokens looked up in a [`crate::key::ByteMap`] a block of 16 at a time,
+//! slots prefetched (`count.rs`; BPE's counting 0.66 -> 0.41 s, BPE 0.93 -> 0.68 s,
+//! BoundlessBPE 3.03 -> 2.55 s); phase 2 taking the segments as those lists instead of a box
+//! each (131,072: 4.58 -> 4.42 s, RSS 490 -> 425 MB).  Tried and dropped: the strong pairs'
+//! filter as 16-bit counters with a pair's two in one cache line (stage 3 0.827 against
+//! 0.821 s: its first pass is 0.07 s, the exact second pass 0.2 s); a hand-written
+//! open-addressing table for that second pass and for the strong set the cut looks pairs up
+//! in (slower than hashbrown's: stage 3 0.83 -> 0.92 s, SuperBPE's phase 2 0.70 -> 0.81 s);
+//! keeping freed memory instead of giving it back between stages (two threads: no faster,
+//! 1.66 against 1.50 s, and peak RSS 487 MB, over the 450 target).
+//!
+//! Round 11, small trainings (a helper; callgrind, a release build without LTO, one thread,
+//! taylorswift.txt at 5,000).  At the start phase 1 took 43.7 M instructions of BPE's 46.1 M
+//! for stages 2-4 (BoundlessBPE 54.2 M, SuperBPE 52.4 M): about 9,200 per merge, though a
+//! merge visits 8.6 words and rewrites 6 occurrences on average, with no hot spot.  What
+//! helped, phase 1 of three trainings in one process each time: an occurrence that stands
+//! alone (no other occurrence, no repeat of the pair's tokens and no merged token beside it)
+//! changes only its pairs with its two neighbours, added up without windows, 130.6 -> 120.6 M;
+//! those losses go straight to the pair table when a merge is rewritten on one thread (they
+//! hold no merged token, so they only lose), -> 115.1 M; vectors that grow per merge get
+//! their room first, -> 113.8 M; pairs counted once stay out of the tables and the heap
+//! (`with_floor(1)`; all pairs counted again if the best pair falls to 1; not with PickyBPE
+//! deletions), -> 112.5 M; a pair's sequences sorted only when out of order, -> 111.3 M;
+//! `GroupChanges::add_made` inline, -> 109.5 M.  Per training, stages 2-4: BPE 46.1 -> 39.1 M,
+//! BoundlessBPE 54.2 -> 47.0 M, SuperBPE 52.4 -> 45.0 M.  Each `superword.train` also started
+//! and ended a thread, and each stage that entered the pool switched threads twice; training
+//! now runs on a worker of its own pool (`watched_on`, `py/mod.rs`): 0.2-0.3 ms less per
+//! training.  `--only-small` (LTO builds, interleaved, the reference at 0.28-0.29 / 0.36-0.37 /
+//! 0.35 s): BPE 7.0-7.2 -> 6.2-6.3 ms (39-41x -> 45-46x), BoundlessBPE 8.2-8.3 -> 7.3-7.4 ms
+//! (43-44x -> 49-50x), SuperBPE 7.9-8.0 -> 7.1 ms (44x -> 49x).  The floor helps at 100 MB
+//! too (BPE's phase 1 0.29 -> 0.21 s, one thread; models identical at 32,768 and 131,072).
+//! Tried and dropped (figures in `merging.rs`): a table of changes indexed by the neighbour
+//! token, a heap per count below 64, no prefetching on small arenas, the occurrence scan out
+//! of line, room made first for new pairs' lists.  What is left of BPE's 6.2 ms: phase 1
+//! 4.6 ms (rewriting ~42%, the heap ~16%, applying changes ~13%, the set-up ~12%), counting
+//! 1.25-1.3 ms, and ~0.3 ms around the stages (the Python side of `train` ~0.12 ms; dropping
+//! the returned tokenizer's `Model`, 14,500 vectors of bytes, ~0.12 ms).
 
 pub mod boundless;
 pub mod bpe;
