@@ -38,8 +38,10 @@ use crate::train::Control;
 
 use crate::key::{ByteMap, Key, Probe};
 
-/// What the runs are called in an error.
-const RUNS: &str = "the letter runs of one counting table";
+/// What the runs are called in an error, with what to do instead (a count table holds any
+/// number of runs; each thread counts into a table of its own).
+const RUNS: &str = "the letter runs of one counting table (count the corpus in parts with \
+                    superword.count, then merge them, or use more threads)";
 
 /// Pretoken and run tables with local pretoken ids.
 struct Table {
@@ -77,7 +79,7 @@ const BLOCK: usize = 16;
 const FIRST_ROOM: usize = if cfg!(test) { 8 } else { 1 << 12 };
 
 /// What the pretokens are called in an error.
-const PRETOKENS: &str = "the pretokens of one counting table";
+const PRETOKENS: &str = "the long pretokens of one counting table";
 
 impl Table {
     /// Room in `ids` for `more` new keys: the map is made again, twice as large, when it has
@@ -158,11 +160,13 @@ impl Table {
             }
             let key = pretoken.as_bytes();
             // (a pretoken is a slice of `text`: hashed from the 12 bytes where it starts when
-            // the text has them, without a branch on its length)
-            let at = key.as_ptr() as usize - bytes.as_ptr() as usize;
-            let probe = match bytes.get(at..at + 12) {
-                Some(window) => self.ids.probe_in(window.try_into().unwrap(), key.len()),
-                None => self.ids.probe(key),
+            // the text has them, without a branch on its length; as `key::Prefetched` does)
+            let at = (key.as_ptr() as usize).wrapping_sub(bytes.as_ptr() as usize);
+            let probe = match bytes.get(at..at.wrapping_add(12)) {
+                Some(window) if at + key.len() <= bytes.len() => {
+                    self.ids.probe_in(window.try_into().unwrap(), key.len())
+                }
+                _ => self.ids.probe(key),
             };
             self.ids.prefetch(&probe);
             block[n] = (pretoken, probe);
@@ -184,8 +188,8 @@ impl Table {
 /// The error when the long pretokens of one table take more than a map holds.
 fn too_long(what: &str) -> Error {
     Error::Runtime(format!(
-        "{what} take more than {} GB; split the corpus into parts (superword.count on each, \
-         then merge) or use more threads",
+        "{what} take more than {} GB (count the corpus in parts with superword.count, then \
+         merge them, or use more threads)",
         ByteMap::MOST_LONG >> 30
     ))
 }

@@ -128,7 +128,8 @@ impl SeqCounter {
     /// Add `count` occurrences of `seq`, whose hash ([`seq_hash`]) is `hash`.
     #[inline]
     pub fn add(&mut self, seq: &[u32], hash: u32, count: u64, flag: bool) {
-        if self.full {
+        if self.full || seq.len() >= FLAG as usize {
+            self.full = true;
             return;
         }
         if (self.seqs + 1) * 4 > self.slots.len() * 3 {
@@ -146,17 +147,14 @@ impl SeqCounter {
                 let at = (slot >> 32) as usize;
                 let record = &mut self.chunks[at >> CHUNK_BITS][at & (CHUNK - 1)..];
                 if record[0] == first && record[HEAD..HEAD + seq.len()] == *seq {
-                    let sum = (record[1] as u64 | (record[2] as u64) << 32).wrapping_add(count);
+                    // (saturating: counts from a count file may be anything)
+                    let sum = (record[1] as u64 | (record[2] as u64) << 32).saturating_add(count);
                     record[1] = sum as u32;
                     record[2] = (sum >> 32) as u32;
                     return;
                 }
             }
             i = (i + 1) & mask;
-        }
-        if seq.len() >= FLAG as usize {
-            self.full = true;
-            return;
         }
         let (chunk, offset) = push_record(&mut self.chunks, seq, count, flag);
         if chunk >= MOST_CHUNKS {
@@ -201,13 +199,13 @@ impl SeqCounter {
     }
 
     /// The sequences added up, without the table that found them; `what` names them in the
-    /// error when there were too many to keep.
+    /// error when there were too many to keep (with advice on what to do instead).
     pub fn into_list(mut self, what: &str) -> Result<SeqList> {
         self.flush();
         if self.full {
             return Err(Error::Runtime(format!(
-                "{what} outgrew what one table holds ({} GB, or a sequence of 2**31); split \
-                 the corpus into parts (superword.count on each, then merge) or use more threads",
+                "{what} outgrew what one table holds ({} GB of records, or a sequence of 2**31 \
+                 ids)",
                 (MOST_CHUNKS * CHUNK * 4) >> 30
             )));
         }

@@ -5,10 +5,7 @@
 mod counts;
 mod tokenizer;
 
-use std::sync::atomic::Ordering;
-use std::sync::mpsc::{channel, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Arc;
 
 use pyo3::exceptions::{PyFileNotFoundError, PyKeyboardInterrupt, PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -47,37 +44,6 @@ fn guard<T>(f: impl FnOnce() -> Result<T, Error>) -> PyResult<T> {
 struct PyControl {
     callback: Option<Py<PyAny>>,
     watch: Watch<PyErr>,
-    /// the first exception raised by Python code the work called (see [`PyControl::fail`])
-    kept: Mutex<Option<PyErr>>,
-}
-
-impl PyControl {
-    fn new(callback: Option<Py<PyAny>>) -> Arc<PyControl> {
-        Arc::new(PyControl {
-            callback,
-            watch: Watch::new(),
-            kept: Mutex::new(None),
-        })
-    }
-
-    /// Keep `e` (the first one wins) to be raised instead of the work's result, stop the
-    /// work, and give the error with which the work ends.
-    fn fail(&self, e: PyErr) -> Error {
-        self.kept
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get_or_insert(e);
-        self.watch.stop.store(true, Ordering::SeqCst);
-        Error::Interrupted
-    }
-
-    /// The work's result `out`, unless an exception was kept.
-    fn outcome<T>(&self, out: PyResult<T>) -> PyResult<T> {
-        match self.kept.lock().unwrap_or_else(|p| p.into_inner()).take() {
-            Some(e) => Err(e),
-            None => out,
-        }
-    }
 }
 
 impl Control for PyControl {
@@ -85,7 +51,8 @@ impl Control for PyControl {
         self.watch.check()?;
         match &self.callback {
             Some(f) if self.watch.due(stage, done, total) => {
-                Python::attach(|py| f.call1(py, (stage, done, total)).map(|_| ())).map_err(|e| self.fail(e))
+                Python::attach(|py| f.call1(py, (stage, done, total)).map(|_| ()))
+                    .map_err(|e| self.watch.fail(e))
             }
             _ => Ok(()),
         }
@@ -99,49 +66,34 @@ fn watched<T: Send + 'static>(
     progress: Option<Py<PyAny>>,
     work: impl FnOnce(&Arc<PyControl>) -> Result<T, Error> + Send + 'static,
 ) -> PyResult<T> {
-    let control = PyControl::new(progress);
+    let control = Arc::new(PyControl {
+        callback: progress,
+        watch: Watch::new(),
+    });
     let inner = control.clone();
     let check_signals = || Python::attach(|py| py.check_signals());
-    let out = py.detach(|| control.watch.run(move || guard(|| work(&inner)), check_signals));
-    control.outcome(out)
+    py.detach(|| control.watch.run(move || guard(|| work(&inner)), check_signals))
 }
 
-/// [`watched`] for a training, whose work runs on a worker of `pool`, the pool it trains on,
-/// instead of a thread of its own: the work's `pool.install` calls then run where they are,
-/// and the worker's memory is warm.  This thread checks for Ctrl-C every 50 ms, as
-/// [`Watch::run`] does, and on Ctrl-C returns at once and stops the work, which ends at its
-/// next check.  (Round 11, taylorswift.txt at 5,000, one thread, medians of 21 trainings, two
-/// interleaved runs: a thread started and ended per training, and two switches of threads for
-/// each stage that entered the pool, cost 0.2-0.3 ms per training; BPE 6.51-6.56 ->
-/// 6.26-6.30 ms, BoundlessBPE 7.67-7.81 -> 7.41-7.51 ms, SuperBPE 7.47-7.56 -> 7.20-7.27 ms,
-/// counting and phase 1 each 0.05-0.1 ms of it.)
+/// [`watched`] for a training, whose work runs on a worker of `pool`, the pool it trains on
+/// (see [`Watch::run_on`]).
 fn watched_on<T: Send + 'static>(
     pool: &rayon::ThreadPool,
     py: Python<'_>,
     progress: Option<Py<PyAny>>,
     work: impl FnOnce(&Arc<PyControl>) -> Result<T, Error> + Send + 'static,
 ) -> PyResult<T> {
-    let control = PyControl::new(progress);
+    let control = Arc::new(PyControl {
+        callback: progress,
+        watch: Watch::new(),
+    });
     let inner = control.clone();
-    let (sender, receiver) = channel();
-    pool.spawn(move || {
-        let _ = sender.send(guard(|| work(&inner)));
-    });
-    let watcher = control.clone();
-    let out = py.detach(move || loop {
-        match receiver.recv_timeout(Duration::from_millis(50)) {
-            Ok(out) => break out,
-            Err(RecvTimeoutError::Timeout) => {
-                if let Err(e) = Python::attach(|py| py.check_signals()) {
-                    break Err(PyErr::from(watcher.fail(e)));
-                }
-            }
-            Err(RecvTimeoutError::Disconnected) => {
-                break Err(Error::internal("the training ended without a result").into())
-            }
-        }
-    });
-    control.outcome(out)
+    let check_signals = || Python::attach(|py| py.check_signals());
+    py.detach(|| {
+        control
+            .watch
+            .run_on(pool, move || guard(|| work(&inner)), check_signals)
+    })
 }
 
 // training: the options become a `Config`, the input a stream of documents
@@ -219,7 +171,7 @@ fn iterated(iter: Py<PyIterator>, control: &Arc<PyControl>) -> Box<dyn Documents
     Box::new(Batches(move || {
         control.watch.check()?;
         let batch = Python::attach(|py| take_batch(iter.bind(py).clone().map(|d| d?.extract())));
-        batch.map_err(|e| control.fail(e))
+        batch.map_err(|e| control.watch.fail(e))
     }))
 }
 
@@ -263,7 +215,7 @@ fn minbpe_train(
             control.watch.check()?;
             let Some(f) = &on_merge else { return Ok(()) };
             Python::attach(|py| f.call1(py, (m.pair.0, m.pair.1, m.id, m.count)).map(|_| ()))
-                .map_err(|e| control.fail(e))
+                .map_err(|e| control.watch.fail(e))
         })
     })?;
     Ok(merges.iter().map(MinMerge::row).collect())

@@ -278,8 +278,9 @@ fn shard_of_seq(tokens: &[TokenId], shards: usize) -> usize {
 /// (Round 10, taylorswift.txt at 5,000: BoundlessBPE's stage 3 4.2 -> 3.9 M instructions.)
 type Table<K, V> = hashbrown::HashMap<K, V, FxBuildHasher>;
 
-/// What the added-up candidates or segments are called in an error.
-const SEGMENTS: &str = "the supermerge candidates";
+/// What the added-up candidates or segments are called in an error, with what to do
+/// instead (each thread adds up a share of them).
+const SEGMENTS: &str = "the supermerge candidates of one thread (use more threads)";
 
 /// Aggregate what every part of `source` yields into `shards` tables (parts in parallel, each
 /// with its own `init()` state), then add them up shard by shard (in parallel).  `each` calls
