@@ -112,55 +112,20 @@ impl<E: Send + From<Error>> Watch<E> {
         true
     }
 
-    /// Run `work` on a thread of its own while this thread calls `poll` every 50 ms.  When
-    /// `poll` fails (Ctrl-C) this returns at once and stops the work, which ends at its next
-    /// check (it owns everything it uses) and whose result is dropped.  An error kept by
-    /// [`Watch::fail`] comes back instead of the work's result.
+    /// Run `work` on a thread of its own, or on a worker of `on`, while this thread calls
+    /// `poll` every 50 ms.  When `poll` fails (Ctrl-C) this returns at once and stops the work,
+    /// which ends at its next check (it owns everything it uses) and whose result is dropped.
+    /// An error kept by [`Watch::fail`] comes back instead of the work's result.
+    ///
+    /// A training runs on a worker of the pool it trains on: its `pool.install` calls then run
+    /// where they are, on a worker whose memory is warm.  (Round 11, taylorswift.txt at 5,000,
+    /// one thread, medians of 21 trainings, two interleaved runs: a thread started and ended
+    /// per training, and two switches of threads for each stage that entered the pool, cost
+    /// 0.2-0.3 ms per training; BPE 6.51-6.56 -> 6.26-6.30 ms, BoundlessBPE 7.67-7.81 ->
+    /// 7.41-7.51 ms, SuperBPE 7.47-7.56 -> 7.20-7.27 ms.)
     pub fn run<T: Send + 'static>(
         &self,
-        work: impl FnOnce() -> std::result::Result<T, E> + Send + 'static,
-        poll: impl FnMut() -> std::result::Result<(), E>,
-    ) -> std::result::Result<T, E>
-    where
-        E: 'static,
-    {
-        let spawn = |job: Box<dyn FnOnce() + Send>| {
-            std::thread::Builder::new()
-                .name("superword-train".into())
-                .spawn(job)
-                .map(|_| ())
-                .map_err(|e| Error::Runtime(format!("cannot start the training thread: {e}")))
-        };
-        self.run_spawned(spawn, work, poll)
-    }
-
-    /// [`Watch::run`] with `work` on a worker of `pool` instead of a thread of its own: for a
-    /// training on `pool`, whose `pool.install` calls then run where they are, on a worker
-    /// whose memory is warm.  (Round 11, taylorswift.txt at 5,000, one thread, medians of 21
-    /// trainings, two interleaved runs: a thread started and ended per training, and two
-    /// switches of threads for each stage that entered the pool, cost 0.2-0.3 ms per
-    /// training; BPE 6.51-6.56 -> 6.26-6.30 ms, BoundlessBPE 7.67-7.81 -> 7.41-7.51 ms,
-    /// SuperBPE 7.47-7.56 -> 7.20-7.27 ms.)
-    pub fn run_on<T: Send + 'static>(
-        &self,
-        pool: &rayon::ThreadPool,
-        work: impl FnOnce() -> std::result::Result<T, E> + Send + 'static,
-        poll: impl FnMut() -> std::result::Result<(), E>,
-    ) -> std::result::Result<T, E>
-    where
-        E: 'static,
-    {
-        let spawn = |job: Box<dyn FnOnce() + Send>| {
-            pool.spawn(job);
-            Ok(())
-        };
-        self.run_spawned(spawn, work, poll)
-    }
-
-    /// [`Watch::run`], with `spawn` starting the work.
-    fn run_spawned<T: Send + 'static>(
-        &self,
-        spawn: impl FnOnce(Box<dyn FnOnce() + Send>) -> Result<()>,
+        on: Option<&rayon::ThreadPool>,
         work: impl FnOnce() -> std::result::Result<T, E> + Send + 'static,
         mut poll: impl FnMut() -> std::result::Result<(), E>,
     ) -> std::result::Result<T, E>
@@ -168,9 +133,18 @@ impl<E: Send + From<Error>> Watch<E> {
         E: 'static,
     {
         let (sender, receiver) = channel();
-        spawn(Box::new(move || {
+        let job = move || {
             let _ = sender.send(work());
-        }))?;
+        };
+        match on {
+            Some(pool) => pool.spawn(job),
+            None => {
+                std::thread::Builder::new()
+                    .name("superword-train".into())
+                    .spawn(job)
+                    .map_err(|e| Error::Runtime(format!("cannot start the training thread: {e}")))?;
+            }
+        }
         let out = loop {
             match receiver.recv_timeout(Duration::from_millis(50)) {
                 Ok(out) => break out,
@@ -227,6 +201,7 @@ mod tests {
         let w = Arc::new(Watch::<Error>::new());
         let inner = w.clone();
         let out: std::result::Result<(), Error> = w.run(
+            None,
             move || loop {
                 inner.check()?;
                 std::thread::sleep(Duration::from_millis(5));
@@ -239,8 +214,21 @@ mod tests {
 
     #[test]
     fn the_works_result_comes_back_when_nothing_failed() {
+        use rayon::prelude::*;
         let w = Watch::<Error>::new();
-        assert_eq!(w.run(|| Ok(7), || Ok(())).unwrap(), 7);
+        assert_eq!(w.run(None, || Ok(7), || Ok(())).unwrap(), 7);
         assert!(w.check().is_ok());
+        // on a worker of a pool, which the work's own parallel steps then use
+        let pool = Arc::new(rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap());
+        let on = pool.clone();
+        let sum = w.run(
+            Some(&pool),
+            move || {
+                assert!(on.current_thread_index().is_some(), "not on the pool's worker");
+                Ok(on.install(|| (1..=100u64).into_par_iter().sum::<u64>()))
+            },
+            || Ok(()),
+        );
+        assert_eq!(sum.unwrap(), 5050);
     }
 }

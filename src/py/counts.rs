@@ -236,7 +236,7 @@ pub(crate) fn train_counts(
     let with_runs = algorithm != "bpe";
     let pool = pool(threads)?;
     let on = pool.clone();
-    let (tokenizer, stats) = watched_on(&on, py, progress, move |control| {
+    let (tokenizer, stats) = watched_on(Some(&on), py, progress, move |control| {
         let mut stats = Vec::new();
         let model = train_from(table.to_counts(with_runs), &config, &pool, &**control, &mut stats)?;
         // the paper's encoding, without the greedy split (SPEC 3.1)

@@ -66,19 +66,13 @@ fn watched<T: Send + 'static>(
     progress: Option<Py<PyAny>>,
     work: impl FnOnce(&Arc<PyControl>) -> Result<T, Error> + Send + 'static,
 ) -> PyResult<T> {
-    let control = Arc::new(PyControl {
-        callback: progress,
-        watch: Watch::new(),
-    });
-    let inner = control.clone();
-    let check_signals = || Python::attach(|py| py.check_signals());
-    py.detach(|| control.watch.run(move || guard(|| work(&inner)), check_signals))
+    watched_on(None, py, progress, work)
 }
 
-/// [`watched`] for a training, whose work runs on a worker of `pool`, the pool it trains on
-/// (see [`Watch::run_on`]).
+/// [`watched`], with the work on a worker of `on` when given: a training, on the pool it
+/// trains on (see [`Watch::run`]).
 fn watched_on<T: Send + 'static>(
-    pool: &rayon::ThreadPool,
+    on: Option<&rayon::ThreadPool>,
     py: Python<'_>,
     progress: Option<Py<PyAny>>,
     work: impl FnOnce(&Arc<PyControl>) -> Result<T, Error> + Send + 'static,
@@ -92,7 +86,7 @@ fn watched_on<T: Send + 'static>(
     py.detach(|| {
         control
             .watch
-            .run_on(pool, move || guard(|| work(&inner)), check_signals)
+            .run(on, move || guard(|| work(&inner)), check_signals)
     })
 }
 
@@ -145,7 +139,7 @@ fn train(
     let config = options.config()?;
     let pool = pool(options.threads)?;
     let on = pool.clone();
-    let (tokenizer, stats) = watched_on(&on, py, options.progress, move |control| {
+    let (tokenizer, stats) = watched_on(Some(&on), py, options.progress, move |control| {
         let mut stats = Vec::new();
         let model = crate::train::train(&mut *documents(control), &config, &pool, &**control, &mut stats)?;
         // the paper's encoding, without the greedy split (SPEC 3.1)
