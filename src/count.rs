@@ -36,7 +36,7 @@ use crate::pretokenize::Pretokenizer;
 use crate::seqs::{SeqCounter, SeqList};
 use crate::train::Control;
 
-use crate::key::{ByteMap, Key, Probe};
+use crate::key::{ByteMap, Probe};
 
 /// What the runs are called in an error, with what to do instead (a count table holds any
 /// number of runs; each thread counts into a table of its own).
@@ -47,8 +47,8 @@ const RUNS: &str = "the letter runs of one counting table (count the corpus in p
 struct Table {
     /// pretoken -> id, with room for [`BLOCK`] more keys whenever a block starts
     ids: ByteMap,
-    /// the pretokens by id
-    keys: Vec<Key>,
+    /// the pretokens by id (the words' text as `Counts` hands it over: not copied again)
+    keys: Vec<Box<str>>,
     counts: Vec<u64>,
     has_letter: Vec<bool>,
     runs: SeqCounter,
@@ -105,7 +105,7 @@ impl Table {
         if !self.ids.insert(pretoken.as_bytes(), id) {
             return Err(too_long(PRETOKENS));
         }
-        self.keys.push(Key::new(pretoken));
+        self.keys.push(pretoken.into());
         self.counts.push(0);
         self.has_letter.push(pretoken.chars().any(|c| bits(c) & L != 0));
         Ok(id)
@@ -301,13 +301,8 @@ impl<'a> Counter<'a> {
             runs: first_runs,
             ..
         } = first;
-        let mut words: Vec<(Box<str>, u64)> = keys
-            .iter()
-            .zip(&counts)
-            .map(|(key, &c)| (key.to_boxed_str(), c))
-            .collect();
         let mut runs: Runs = vec![((0..counts.len() as u32).collect(), first_runs.into_list(RUNS)?)];
-        drop((keys, counts));
+        let mut words: Vec<(Box<str>, u64)> = keys.into_iter().zip(counts).collect();
         let mut rest = tables.peekable();
         while let Some(t) = rest.next() {
             // the ids the keys have so far (`u32::MAX`: not seen yet), found in parallel
@@ -338,10 +333,10 @@ impl<'a> Counter<'a> {
                     g
                 } else {
                     let g = words.len() as u32;
-                    words.push((key.to_boxed_str(), count));
                     if !last && !index.insert(key.as_bytes(), g) {
                         return Err(too_long(PRETOKENS));
                     }
+                    words.push((key, count));
                     g
                 };
                 remap[id] = g;
