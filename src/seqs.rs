@@ -248,6 +248,11 @@ impl SeqList {
         self.seqs == 0
     }
 
+    /// How many ids the sequences hold.
+    pub fn ids(&self) -> usize {
+        self.chunks.iter().map(Vec::len).sum::<usize>() - HEAD * self.seqs
+    }
+
     /// The sequences with their counts and flags, in order.
     pub fn iter(&self) -> SeqIter<'_> {
         SeqIter::over(self.chunks.iter().map(|c| &c[..]).collect())
@@ -365,6 +370,11 @@ mod tests {
             }
             let list = counter.into_list("test").unwrap();
             assert_eq!(list.len(), sums.len(), "round {round}");
+            assert_eq!(
+                list.ids(),
+                sums.keys().map(|(s, _)| s.len()).sum::<usize>(),
+                "round {round}"
+            );
             // in the order first seen, each once, with its sum
             let got: Expected = list.iter().map(|(s, c, f)| (s.to_vec(), c, f)).collect();
             let want: Expected = order

@@ -8,7 +8,7 @@
 //! `perf`): this stage was a quarter of BoundlessBPE's CPU time, and is 40% cheaper now.  It read the runs' hash tables twice (one pointer
 //! and two random table lookups per pretoken, each time), boxed every candidate and segment
 //! occurrence before looking it up, and tested each pair of the cut in a table of all pairs.
-//! Now the runs are translated once into flat arrays of tokens ([`Flat`], freeing each
+//! Now the runs are translated once into lists of candidates ([`flatten`], freeing each
 //! counting table as it goes), the cut tests pairs in a table of the few pairs that count
 //! more than the threshold, occurrences are looked up by slices of the flat arrays (only
 //! distinct ones are copied), and the per-thread tables are split by hash and added up
@@ -92,28 +92,20 @@ trait Source: Sync {
     fn tokens(&self) -> usize;
 }
 
-/// Candidates of one counting table, back to back: `lens[i]` tokens with count `counts[i]`.
-#[derive(Default, Clone)]
-struct Flat {
-    tokens: Vec<TokenId>,
-    lens: Vec<u32>,
-    counts: Vec<u64>,
-}
-
 /// Marks a pretoken that is not eligible in [`flatten`]'s table (token ids are below 2**31).
 const NOT_ELIGIBLE: TokenId = TokenId::MAX;
 
-/// The letter runs of every counting table cut at pretokens that are not eligible, as flat
-/// candidates (one [`Flat`] per thread).  The tables are read one after the other, each by
-/// all threads at once, and each is freed as a whole once read: reading them side by side
-/// held every table and every flat at once, the peak memory of a BoundlessBPE training
-/// (100 MB of Gutenberg, 32,768, two threads: 441-464 MB, then 396-423), and the boxed runs
-/// of a table freed one by one while another was read left its pages mostly in use.  A
-/// table's pages go back to the system before the next is read (see
+/// The letter runs of every counting table cut at pretokens that are not eligible, as
+/// candidates of two or more tokens, not added up (one list per thread).  The tables are
+/// read one after the other, each by all threads at once, and each is freed as a whole once
+/// read: reading them side by side held every table and every flat at once, the peak memory
+/// of a BoundlessBPE training (100 MB of Gutenberg, 32,768, two threads: 441-464 MB, then
+/// 396-423), and the boxed runs of a table freed one by one while another was read left its
+/// pages mostly in use.  A table's pages go back to the system before the next is read (see
 /// `release_freed_memory`).  Each thread reads a piece of the table's records, in order.
-fn flatten(runs: Runs, token_of: &[Option<TokenId>]) -> Vec<Flat> {
+fn flatten(runs: Runs, token_of: &[Option<TokenId>]) -> Vec<SeqList> {
     let threads = rayon::current_num_threads().max(1);
-    let mut flats: Vec<Flat> = (0..threads).map(|_| Flat::default()).collect();
+    let mut flats: Vec<SeqList> = (0..threads).map(|_| SeqList::default()).collect();
     for (remap, table) in runs {
         // one lookup per pretoken: the table's pretoken id -> eligible token
         let local: Vec<TokenId> = remap
@@ -127,24 +119,24 @@ fn flatten(runs: Runs, token_of: &[Option<TokenId>]) -> Vec<Flat> {
             .par_iter_mut()
             .zip(pieces.into_par_iter())
             .for_each(|(flat, piece)| {
-                // room for every pretoken of the piece (most are eligible), so that the flat
-                // is not copied as it grows: fresh pages cost the kernel's zeroing
-                let room = piece.room();
-                flat.tokens.reserve(room);
-                flat.lens.reserve(room / 2);
-                flat.counts.reserve(room / 2);
+                // the candidate being read, kept when it has two or more tokens
+                let mut candidate: Vec<TokenId> = Vec::new();
+                let mut close = |candidate: &mut Vec<TokenId>, count: u64| {
+                    if candidate.len() >= 2 {
+                        flat.push(candidate, count, false);
+                    }
+                    candidate.clear();
+                };
                 for (run, count, _) in piece {
-                    let mut start = flat.tokens.len();
                     for &pretoken in run {
                         let t = local[pretoken as usize];
                         if t != NOT_ELIGIBLE {
-                            flat.tokens.push(t);
-                            continue;
+                            candidate.push(t);
+                        } else {
+                            close(&mut candidate, count);
                         }
-                        flat.close(start, count);
-                        start = flat.tokens.len();
                     }
-                    flat.close(start, count);
+                    close(&mut candidate, count);
                 }
             });
         let n = table.len();
@@ -154,38 +146,19 @@ fn flatten(runs: Runs, token_of: &[Option<TokenId>]) -> Vec<Flat> {
     flats
 }
 
-impl Flat {
-    /// End the candidate that started at `start`: kept with `count` when it has two or more
-    /// tokens, else taken back.
-    #[inline]
-    fn close(&mut self, start: usize, count: u64) {
-        let len = self.tokens.len() - start;
-        if len >= 2 {
-            self.lens.push(len as u32);
-            self.counts.push(count);
-        } else {
-            self.tokens.truncate(start);
-        }
-    }
-}
-
-impl Source for [Flat] {
+impl Source for [SeqList] {
     fn parts(&self) -> usize {
         self.len()
     }
 
     fn for_each<'s>(&'s self, part: usize, mut f: impl FnMut(&'s [TokenId], u64)) {
-        let flat = &self[part];
-        let mut start = 0;
-        for (&len, &count) in flat.lens.iter().zip(&flat.counts) {
-            let end = start + len as usize;
-            f(&flat.tokens[start..end], count);
-            start = end;
+        for (tokens, count, _) in self[part].iter() {
+            f(tokens, count);
         }
     }
 
     fn tokens(&self) -> usize {
-        self.iter().map(|flat| flat.tokens.len()).sum()
+        self.iter().map(SeqList::ids).sum()
     }
 }
 
@@ -196,12 +169,12 @@ impl Source for [Flat] {
 /// in stage 3 only to cut them again in phase 2 was a third of SuperBPE's time after
 /// counting (100 MB of Gutenberg, 32,768, one thread: 1.35 s of the table and its boxes).
 #[derive(Clone)]
-pub struct FlatCandidates(Vec<Flat>);
+pub struct FlatCandidates(Vec<SeqList>);
 
 impl FlatCandidates {
     /// How many candidates (not distinct).
     pub fn len(&self) -> usize {
-        self.0.iter().map(|f| f.lens.len()).sum()
+        self.0.iter().map(SeqList::len).sum()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -215,16 +188,10 @@ impl FlatCandidates {
 
     /// Every candidate with its count, in a fixed order.
     pub fn iter(&self) -> impl Iterator<Item = (&[TokenId], u64)> + Clone {
-        self.0.iter().flat_map(|flat| {
-            flat.lens
-                .iter()
-                .zip(&flat.counts)
-                .scan(0usize, move |start, (&len, &count)| {
-                    let begin = *start;
-                    *start += len as usize;
-                    Some((&flat.tokens[begin..*start], count))
-                })
-        })
+        self.0
+            .iter()
+            .flat_map(SeqList::iter)
+            .map(|(tokens, count, _)| (tokens, count))
     }
 
     /// Cut into segments for phase 2 (see [`cut_source`]).
