@@ -195,8 +195,8 @@ impl FlatCandidates {
     }
 
     /// Cut into segments for phase 2 (see [`cut_source`]).
-    pub fn cut(&self, threshold: u64, n_tokens: usize) -> Result<CutCandidates> {
-        cut_source(&self.0[..], threshold, n_tokens)
+    pub fn cut(&self, threshold: u64, n_tokens: usize, cutting: Cutting) -> Result<CutCandidates> {
+        cut_source(&self.0[..], threshold, n_tokens, cutting)
     }
 }
 
@@ -343,7 +343,12 @@ fn add_up<K: std::hash::Hash + Eq, V>(tables: Vec<Table<K, V>>, add: impl Fn(&mu
 }
 
 /// Cut candidates into segments for phase 2 (see [`cut_source`]).
-pub fn cut(candidates: &[(Box<[TokenId]>, u64)], threshold: u64, n_tokens: usize) -> Result<CutCandidates> {
+pub fn cut(
+    candidates: &[(Box<[TokenId]>, u64)],
+    threshold: u64,
+    n_tokens: usize,
+    cutting: Cutting,
+) -> Result<CutCandidates> {
     let per = candidates
         .len()
         .div_ceil(rayon::current_num_threads().max(1))
@@ -355,6 +360,7 @@ pub fn cut(candidates: &[(Box<[TokenId]>, u64)], threshold: u64, n_tokens: usize
         },
         threshold,
         n_tokens,
+        cutting,
     )
 }
 
@@ -366,9 +372,10 @@ pub fn cut_runs(
     token_of: &[Option<TokenId>],
     threshold: u64,
     n_tokens: usize,
+    cutting: Cutting,
 ) -> Result<CutCandidates> {
     let flat = flatten(runs, token_of);
-    cut_source(&flat[..], threshold, n_tokens)
+    cut_source(&flat[..], threshold, n_tokens, cutting)
 }
 
 /// A pair as one hash key.
@@ -377,7 +384,7 @@ fn pair_key(a: TokenId, b: TokenId) -> u64 {
     (a as u64) << 32 | b as u64
 }
 
-/// [`strong_pairs`]' filter has at most 2**`FILTER_BITS` counters per part of the source
+/// A [`PairFilter`] has at most 2**`FILTER_BITS` counters per part of the source
 /// (4 MB).  More counters let fewer weak pairs through but stay less in cache: at 100 MB of
 /// Gutenberg, 32,768 (threshold 44), 2**20 counters let 60,509 pairs through and took
 /// 0.37-0.46 s of the pair step, 2**22 let 38,907 through and took 0.83-1.07 s (one thread,
@@ -390,8 +397,12 @@ const FILTER_BITS: u32 = 20;
 /// instructions of `memset` per cut on taylorswift.txt, and as many fresh pages.)
 fn filter_bits<S: Source + ?Sized>(source: &S) -> u32 {
     let room = (source.tokens().max(1) * 4).next_power_of_two();
-    room.trailing_zeros().clamp(10, FILTER_BITS)
+    room.trailing_zeros().clamp(FEWEST_BITS, FILTER_BITS)
 }
+
+/// A [`PairFilter`] has at least 2**`FEWEST_BITS` counters.  (Few in tests, so that pairs
+/// share counters and weak ones pass.)
+const FEWEST_BITS: u32 = if cfg!(test) { 3 } else { 10 };
 
 /// The two counters of a pair in a filter of 2**`bits` counters.
 #[inline]
@@ -402,27 +413,34 @@ fn filter_slots(key: u64, bits: u32) -> (usize, usize) {
     (a as usize, b as usize)
 }
 
-/// The pairs of two different tokens that occur more than `threshold` times in `source`, as
-/// [`pair_key`]s.
+/// A summary of how often each pair of two different tokens occurs in a source, from which
+/// most weak pairs (occurring at most `threshold` times) can be told apart without counting
+/// them exactly.
 ///
 /// Counting every pair exactly took a hash table of millions of pairs, almost all of them
 /// weak (100 MB of Gutenberg, 32,768: ~37,000 strong ones), a cache miss per pair occurrence
 /// and the table's growth (0.43-0.57 s of BoundlessBPE's stage 3 on one thread from a count
-/// file, and most of its 0.9-1.5 s of system time: fresh pages for the table).  So the pairs
-/// first go through a filter: each adds its count to two counters chosen by two hashes, in a
-/// fixed array per part of the source (counters only add, saturating, so each one is at least
-/// the count of any pair that maps to it).  A pair whose two counters are both above
-/// `threshold` may be strong; any other is weak for certain.  A second pass then counts
-/// exactly only the pairs that passed the filter, in a small table.  The result is the exact
-/// set whatever the collisions: they only let more pairs into the second pass.
-fn strong_pairs<S: Source + ?Sized>(
-    source: &S,
-    threshold: u64,
+/// file, and most of its 0.9-1.5 s of system time: fresh pages for the table).  So each pair
+/// adds its count to two counters chosen by two hashes, in a fixed array per part of the
+/// source (counters only add, saturating, so each one is at least the count of any pair that
+/// maps to it).  A pair whose two counters are both above `threshold` may be strong; any other
+/// is weak for certain.  What is kept is a bit per counter, set when it is above the
+/// threshold: 128 KB for 2**20 counters, which stays in cache where the 4 MB of counters did
+/// not.  (Round 12, issue 12: reading the bits instead of the counters made the exact pass of
+/// [`strong_pairs`] and the cut's look-ups cheaper; see [`cut_source`].)
+struct PairFilter {
     bits: u32,
-) -> hashbrown::HashSet<u64, FxBuildHasher> {
-    // (a counter cannot exceed u32::MAX: above that threshold, every pair is counted exactly)
-    let filtered = threshold < u32::MAX as u64;
-    let filter: Vec<u32> = if filtered {
+    /// a bit per counter, set when it is above the threshold; `None` when the threshold is
+    /// beyond what a counter holds (every pair may then be strong)
+    above: Option<Vec<u64>>,
+}
+
+impl PairFilter {
+    fn new<S: Source + ?Sized>(source: &S, threshold: u64, bits: u32) -> PairFilter {
+        // (a counter cannot exceed u32::MAX: above that threshold, the filter tells nothing)
+        if threshold >= u32::MAX as u64 {
+            return PairFilter { bits, above: None };
+        }
         let parts: Vec<Vec<u32>> = (0..source.parts())
             .into_par_iter()
             .map(|part| {
@@ -441,7 +459,7 @@ fn strong_pairs<S: Source + ?Sized>(
             })
             .collect();
         let mut parts = parts.into_iter();
-        let mut sum = parts.next().unwrap_or_default();
+        let mut sum = parts.next().unwrap_or_else(|| vec![0u32; 1 << bits]);
         let rest: Vec<Vec<u32>> = parts.collect();
         if !rest.is_empty() {
             sum.par_chunks_mut(1 << 16).enumerate().for_each(|(k, chunk)| {
@@ -453,27 +471,47 @@ fn strong_pairs<S: Source + ?Sized>(
                 }
             });
         }
-        sum
-    } else {
-        Vec::new()
-    };
-    let above = threshold.min(u32::MAX as u64) as u32;
-    let maybe_strong = |key: u64| {
-        if !filtered {
-            return true;
+        drop(rest);
+        let threshold = threshold as u32;
+        let mut above = vec![0u64; sum.len().div_ceil(64)];
+        for (word, counters) in above.iter_mut().zip(sum.chunks(64)) {
+            for (i, &c) in counters.iter().enumerate() {
+                *word |= ((c > threshold) as u64) << i;
+            }
         }
-        let (a, b) = filter_slots(key, bits);
-        filter[a] > above && filter[b] > above
-    };
+        PairFilter {
+            bits,
+            above: Some(above),
+        }
+    }
+
+    /// Whether the pair `a`, `b` (two different tokens) may occur more than the threshold
+    /// times: `false` only for a weak pair.
+    #[inline]
+    fn may_be_strong(&self, a: TokenId, b: TokenId) -> bool {
+        let Some(above) = &self.above else { return true };
+        let (x, y) = filter_slots(pair_key(a, b), self.bits);
+        (above[x >> 6] >> (x & 63)) & (above[y >> 6] >> (y & 63)) & 1 != 0
+    }
+}
+
+/// The pairs of two different tokens that occur more than `threshold` times in `source`, as
+/// [`pair_key`]s: those that pass `filter` (made for the same threshold), counted exactly in
+/// a small table.  The result is the exact set whatever the filter's collisions: they only let
+/// more pairs into the count.
+fn strong_pairs<S: Source + ?Sized>(
+    source: &S,
+    threshold: u64,
+    filter: &PairFilter,
+) -> hashbrown::HashSet<u64, FxBuildHasher> {
     let tables: Vec<Table<u64, u64>> = (0..source.parts())
         .into_par_iter()
         .map(|part| {
             let mut map: Table<u64, u64> = Table::default();
             source.for_each(part, |tokens, count| {
                 for w in tokens.windows(2) {
-                    let key = pair_key(w[0], w[1]);
-                    if w[0] != w[1] && maybe_strong(key) {
-                        *map.entry(key).or_insert(0) += count;
+                    if w[0] != w[1] && filter.may_be_strong(w[0], w[1]) {
+                        *map.entry(pair_key(w[0], w[1])).or_insert(0) += count;
                     }
                 }
             });
@@ -487,16 +525,51 @@ fn strong_pairs<S: Source + ?Sized>(
         .collect()
 }
 
+/// Where [`cut_source`] cuts the candidates: at every pair of two different tokens that
+/// occurs at most `threshold` times (`Exact`), or only at those that the [`PairFilter`] alone
+/// shows to be weak (`Filtered`: a pass over the candidates less, for segments that hold a
+/// few more pairs).  Both give the same model: a weak pair never wins while the best pair
+/// counts more than the threshold, and no token made meanwhile can span a place where one
+/// stands (the pair of such a token and its neighbour occurs only where the weak pair does),
+/// so cutting at any of those places is exact, cutting at all of them only the cheapest for
+/// phase 2.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cutting {
+    Exact,
+    Filtered,
+}
+
 /// Cut every candidate of `source` where two different tokens meet whose pair occurs at most
-/// `threshold` times in all candidates.
-fn cut_source<S: Source + ?Sized>(source: &S, threshold: u64, n_tokens: usize) -> Result<CutCandidates> {
-    // 1. the pairs of two different tokens that occur more than `threshold` times (few: the
-    // table stays in cache for step 2)
+/// `threshold` times in all candidates (all such places, or those the filter finds; see
+/// [`Cutting`]).
+fn cut_source<S: Source + ?Sized>(
+    source: &S,
+    threshold: u64,
+    n_tokens: usize,
+    cutting: Cutting,
+) -> Result<CutCandidates> {
+    // 1. which pairs may be strong (few: the filter's bits, or the exact set of strong pairs,
+    // stay in cache for step 2)
+    let filter = PairFilter::new(source, threshold, filter_bits(source));
+    match cutting {
+        Cutting::Exact => {
+            let strong = strong_pairs(source, threshold, &filter);
+            drop(filter);
+            cut_where(source, n_tokens, |a, b| !strong.contains(&pair_key(a, b)))
+        }
+        Cutting::Filtered => cut_where(source, n_tokens, |a, b| !filter.may_be_strong(a, b)),
+    }
+}
+
+/// Step 2 of [`cut_source`]: cut every candidate where two different tokens meet that `weak`
+/// says to cut at, part by part in parallel, and add the segments up; a token standing alone
+/// only adds to its count.
+fn cut_where<S: Source + ?Sized>(
+    source: &S,
+    n_tokens: usize,
+    weak: impl Fn(TokenId, TokenId) -> bool + Sync,
+) -> Result<CutCandidates> {
     let shards = rayon::current_num_threads().max(1);
-    let strong = strong_pairs(source, threshold, filter_bits(source));
-    let weak = |a: TokenId, b: TokenId| a != b && !strong.contains(&pair_key(a, b));
-    // 2. cut every candidate, part by part in parallel, and add the segments up; a token
-    // standing alone only adds to its count
     let (lists, alone) = aggregate(
         source,
         shards,
@@ -504,7 +577,7 @@ fn cut_source<S: Source + ?Sized>(source: &S, threshold: u64, n_tokens: usize) -
         |tokens, count, alone, emit| {
             let mut start = 0;
             for i in 1..=tokens.len() {
-                if i == tokens.len() || weak(tokens[i - 1], tokens[i]) {
+                if i == tokens.len() || tokens[i - 1] != tokens[i] && weak(tokens[i - 1], tokens[i]) {
                     if i - start == 1 {
                         alone[tokens[start] as usize] += count;
                     } else {
@@ -578,9 +651,12 @@ mod tests {
             let runs = random_runs(&mut next, words, 30, 8, 5);
             let threshold = next(6) + round % 3;
             let candidates = supermerge_candidates(runs.clone(), &token_of).unwrap();
+            // (exact cuts only: a filtered one depends on the filter's size, so on the source)
             assert_eq!(
-                cut(&candidates, threshold, 400).unwrap().sorted(),
-                cut_runs(runs, &token_of, threshold, 400).unwrap().sorted(),
+                cut(&candidates, threshold, 400, Cutting::Exact).unwrap().sorted(),
+                cut_runs(runs, &token_of, threshold, 400, Cutting::Exact)
+                    .unwrap()
+                    .sorted(),
                 "round {round}"
             );
         }
@@ -626,7 +702,12 @@ mod tests {
                     list: &list,
                     per: 1 + next(20) as usize,
                 };
-                let mut got: Vec<u64> = strong_pairs(&source, threshold, bits).into_iter().collect();
+                let filter = PairFilter::new(&source, threshold, bits);
+                let mut got: Vec<u64> = strong_pairs(&source, threshold, &filter).into_iter().collect();
+                // the filter never calls a strong pair weak
+                assert!(expected
+                    .iter()
+                    .all(|&k| filter.may_be_strong((k >> 32) as TokenId, k as TokenId)));
                 got.sort_unstable();
                 assert_eq!(got, expected, "round {round}, {bits} bits, threshold {threshold}");
             }
