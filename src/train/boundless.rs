@@ -87,7 +87,7 @@ fn train_floored(
     let mut phase2_vocab = vocab;
     let mut state =
         MergeState::with_wholeness(candidates.iter(), &phase2_vocab).with_floor(floor, &phase2_vocab);
-    let CutCandidates { segments, alone } = candidates;
+    let CutCandidates { segments, alone, .. } = candidates;
     drop(segments);
     let mut order: Vec<TokenId> = (0..BASE_VOCAB as TokenId).collect();
     let mut is_super = vec![false; order.len()];
@@ -182,7 +182,7 @@ fn train_floored(
 mod tests {
     use super::*;
     use crate::train::candidates::CutCandidates;
-    use crate::train::candidates::{cut, Candidates, Cutting};
+    use crate::train::candidates::{cut, Candidates, Cutting, Threshold};
     use crate::train::Silent;
     use rustc_hash::FxHashMap;
 
@@ -261,7 +261,7 @@ mod tests {
             let with_cut = train_boundless(
                 &word,
                 word.vocab.clone(),
-                cut(&candidates, threshold, n, cutting).unwrap(),
+                cut(&candidates, Threshold::At(threshold), n, cutting).unwrap(),
                 &Silent,
             )
             .unwrap();

@@ -44,6 +44,8 @@ pub struct CutCandidates {
     /// the segments, in lists read one after the other
     pub segments: Vec<SeqList>,
     pub alone: Vec<u64>,
+    /// the threshold they were cut at (see [`Threshold`]; 0: not cut)
+    pub threshold: u64,
 }
 
 impl CutCandidates {
@@ -56,6 +58,7 @@ impl CutCandidates {
         CutCandidates {
             segments: vec![list],
             alone: Vec::new(),
+            threshold: 0,
         }
     }
 
@@ -195,7 +198,7 @@ impl FlatCandidates {
     }
 
     /// Cut into segments for phase 2 (see [`cut_source`]).
-    pub fn cut(&self, threshold: u64, n_tokens: usize, cutting: Cutting) -> Result<CutCandidates> {
+    pub fn cut(&self, threshold: Threshold, n_tokens: usize, cutting: Cutting) -> Result<CutCandidates> {
         cut_source(&self.0[..], threshold, n_tokens, cutting)
     }
 }
@@ -345,7 +348,7 @@ fn add_up<K: std::hash::Hash + Eq, V>(tables: Vec<Table<K, V>>, add: impl Fn(&mu
 /// Cut candidates into segments for phase 2 (see [`cut_source`]).
 pub fn cut(
     candidates: &[(Box<[TokenId]>, u64)],
-    threshold: u64,
+    threshold: Threshold,
     n_tokens: usize,
     cutting: Cutting,
 ) -> Result<CutCandidates> {
@@ -370,7 +373,7 @@ pub fn cut(
 pub fn cut_runs(
     runs: Runs,
     token_of: &[Option<TokenId>],
-    threshold: u64,
+    threshold: Threshold,
     n_tokens: usize,
     cutting: Cutting,
 ) -> Result<CutCandidates> {
@@ -430,16 +433,24 @@ fn filter_slots(key: u64, bits: u32) -> (usize, usize) {
 /// [`strong_pairs`] and the cut's look-ups cheaper; see [`cut_source`].)
 struct PairFilter {
     bits: u32,
+    /// the threshold the bits were set for
+    threshold: u64,
     /// a bit per counter, set when it is above the threshold; `None` when the threshold is
     /// beyond what a counter holds (every pair may then be strong)
     above: Option<Vec<u64>>,
 }
 
 impl PairFilter {
-    fn new<S: Source + ?Sized>(source: &S, threshold: u64, bits: u32) -> PairFilter {
+    fn new<S: Source + ?Sized>(source: &S, threshold: Threshold, bits: u32) -> PairFilter {
         // (a counter cannot exceed u32::MAX: above that threshold, the filter tells nothing)
-        if threshold >= u32::MAX as u64 {
-            return PairFilter { bits, above: None };
+        if let Threshold::At(t) = threshold {
+            if t >= u32::MAX as u64 {
+                return PairFilter {
+                    bits,
+                    threshold: t,
+                    above: None,
+                };
+            }
         }
         let parts: Vec<Vec<u32>> = (0..source.parts())
             .into_par_iter()
@@ -472,15 +483,19 @@ impl PairFilter {
             });
         }
         drop(rest);
-        let threshold = threshold as u32;
+        let threshold = match threshold {
+            Threshold::At(t) => t,
+            Threshold::Guess(n) => guess(sum.clone(), n),
+        };
         let mut above = vec![0u64; sum.len().div_ceil(64)];
         for (word, counters) in above.iter_mut().zip(sum.chunks(64)) {
             for (i, &c) in counters.iter().enumerate() {
-                *word |= ((c > threshold) as u64) << i;
+                *word |= ((c as u64 > threshold) as u64) << i;
             }
         }
         PairFilter {
             bits,
+            threshold,
             above: Some(above),
         }
     }
@@ -525,6 +540,31 @@ fn strong_pairs<S: Source + ?Sized>(
         .collect()
 }
 
+/// The threshold to cut at: given, or guessed for `n` supermerges ([`guess`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Threshold {
+    At(u64),
+    Guess(usize),
+}
+
+/// A threshold for `n` supermerges, from a pair filter's `counters`: half the `4n`-th largest
+/// counter.  A counter holds about one strong pair's count (and the noise of weak pairs), each
+/// pair two counters, so that is about half the count of the `2n`-th most frequent pair: most
+/// supermerges count more.  (Round 12, issue 12.  The guess was four times the smallest
+/// regular merge's count, which does not follow the supermerges: 100 MB of Gutenberg cut at
+/// 196 for a 2,048th supermerge counting 380 at 32,768, at 12 for 106 at 131,072, and at
+/// 1,804 for 1,300 at 8,192, a miss and a second cut.  The `4n`-th counter was 373, 116 and
+/// 1,160 there, within a tenth of the `n`-th supermerge's count each time, so half of it
+/// leaves a margin of about two.  A miss costs a second cut, at an eighth, never the model.)
+fn guess(mut counters: Vec<u32>, n: usize) -> u64 {
+    if counters.is_empty() {
+        return 0;
+    }
+    let k = n.saturating_mul(4).min(counters.len() - 1);
+    let (_, &mut kth, _) = counters.select_nth_unstable_by(k, |a, b| b.cmp(a));
+    kth as u64 / 2
+}
+
 /// Where [`cut_source`] cuts the candidates: at every pair of two different tokens that
 /// occurs at most `threshold` times (`Exact`), or only at those that the [`PairFilter`] alone
 /// shows to be weak (`Filtered`: a pass over the candidates less, for segments that hold a
@@ -544,21 +584,24 @@ pub enum Cutting {
 /// [`Cutting`]).
 fn cut_source<S: Source + ?Sized>(
     source: &S,
-    threshold: u64,
+    threshold: Threshold,
     n_tokens: usize,
     cutting: Cutting,
 ) -> Result<CutCandidates> {
     // 1. which pairs may be strong (few: the filter's bits, or the exact set of strong pairs,
     // stay in cache for step 2)
     let filter = PairFilter::new(source, threshold, filter_bits(source));
-    match cutting {
+    let threshold = filter.threshold;
+    let mut cut = match cutting {
         Cutting::Exact => {
             let strong = strong_pairs(source, threshold, &filter);
             drop(filter);
             cut_where(source, n_tokens, |a, b| !strong.contains(&pair_key(a, b)))
         }
         Cutting::Filtered => cut_where(source, n_tokens, |a, b| !filter.may_be_strong(a, b)),
-    }
+    }?;
+    cut.threshold = threshold;
+    Ok(cut)
 }
 
 /// Step 2 of [`cut_source`]: cut every candidate where two different tokens meet that `weak`
@@ -597,6 +640,7 @@ fn cut_where<S: Source + ?Sized>(
     Ok(CutCandidates {
         segments: lists,
         alone: total,
+        threshold: 0,
     })
 }
 
@@ -653,8 +697,10 @@ mod tests {
             let candidates = supermerge_candidates(runs.clone(), &token_of).unwrap();
             // (exact cuts only: a filtered one depends on the filter's size, so on the source)
             assert_eq!(
-                cut(&candidates, threshold, 400, Cutting::Exact).unwrap().sorted(),
-                cut_runs(runs, &token_of, threshold, 400, Cutting::Exact)
+                cut(&candidates, Threshold::At(threshold), 400, Cutting::Exact)
+                    .unwrap()
+                    .sorted(),
+                cut_runs(runs, &token_of, Threshold::At(threshold), 400, Cutting::Exact)
                     .unwrap()
                     .sorted(),
                 "round {round}"
@@ -702,7 +748,7 @@ mod tests {
                     list: &list,
                     per: 1 + next(20) as usize,
                 };
-                let filter = PairFilter::new(&source, threshold, bits);
+                let filter = PairFilter::new(&source, Threshold::At(threshold), bits);
                 let mut got: Vec<u64> = strong_pairs(&source, threshold, &filter).into_iter().collect();
                 // the filter never calls a strong pair weak
                 assert!(expected

@@ -363,7 +363,7 @@ use crate::pretokenize::{Pretokenizer, MERGE_PATTERN};
 use crate::tokens::{TokenId, Vocab};
 use boundless::{train_boundless, Boundless};
 use bpe::{train_words, Picky, WordModel};
-use candidates::{cut, cut_runs, flat_candidates, supermerge_candidates, CutCandidates, Cutting};
+use candidates::{cut, cut_runs, flat_candidates, supermerge_candidates, CutCandidates, Cutting, Threshold};
 use merging::TrainMerge;
 use ngram::{frequent_ngrams, greedy_split, MAX_NGRAM, MIN_COUNT_FLOOR};
 use superbpe::{train_superbpe, SuperCandidates};
@@ -628,7 +628,7 @@ fn train_counted(counts: Counts, config: &Config, control: &dyn Control, stats: 
         (Algorithm::Boundless, Some(t)) if !config.greedy_split => {
             // (exact: the filter's cut was cheaper, stage 3 0.45 -> 0.41 s at 100 MB/32,768 on two
             // threads, but left 1.73 M segments that phase 2 paid more for, 0.54 -> 0.63 s)
-            let cut = cut_runs(runs, &token_of, t, n_tokens, Cutting::Exact)?;
+            let cut = cut_runs(runs, &token_of, Threshold::At(t), n_tokens, Cutting::Exact)?;
             let n = cut.len();
             (Stage3::Cut(cut), n)
         }
@@ -657,7 +657,7 @@ fn train_counted(counts: Counts, config: &Config, control: &dyn Control, stats: 
             let n = candidates.len();
             let stage3 = match (config.algorithm, threshold) {
                 (Algorithm::Boundless, Some(t)) => {
-                    Stage3::Cut(cut(&candidates, t, n_tokens, Cutting::Exact)?)
+                    Stage3::Cut(cut(&candidates, Threshold::At(t), n_tokens, Cutting::Exact)?)
                 }
                 (Algorithm::Boundless, None) => Stage3::Cut(CutCandidates::uncut(candidates)),
                 _ => Stage3::Whole(SuperCandidates::Added(candidates)),
@@ -681,18 +681,16 @@ fn train_counted(counts: Counts, config: &Config, control: &dyn Control, stats: 
             boundless_model(config, word_parts, b, ngrams)
         }
         (Algorithm::SuperBpe(n), Stage3::Whole(candidates)) => {
-            // cutting at four times the smallest regular merge's count is a guess: if the
-            // supermerges' counts fall that low, the candidates are cut again at half that
-            // count (the one guess of earlier rounds, which rarely needed the exact fallback),
-            // then not at all (any threshold gives the same model).  At 100 MB/32,768 the
-            // 2,048th supermerge counts 380 against 49.  Few candidates are not cut at all
-            // (see `SMALL_CANDIDATES`).
-            let threshold = match threshold {
-                Some(t) if candidates.tokens() >= SMALL_CANDIDATES => t.saturating_mul(4),
-                _ => 0,
+            // the first cut is at a guess of the supermerges' counts (see
+            // `candidates::guess`): if they fall that low, the candidates are cut again at an
+            // eighth of it, then not at all (any threshold gives the same model).  Few
+            // candidates are not cut at all (see `SMALL_CANDIDATES`).
+            let first_cut = match threshold {
+                Some(_) if candidates.tokens() >= SMALL_CANDIDATES => Some(Threshold::Guess(n)),
+                _ => None,
             };
             let order_len = word.order.len();
-            let s = train_superbpe(word.vocab, &word.order, candidates, n, threshold, control)?;
+            let s = train_superbpe(word.vocab, &word.order, candidates, n, first_cut, control)?;
             Model {
                 kind: Kind::SuperBpe,
                 settings: config.settings.clone(),

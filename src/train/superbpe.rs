@@ -13,7 +13,7 @@
 //! get no heap entry and mostly no pair-table entry (`MergeState::with_floor`): the cut state
 //! ends before one could win.
 
-use super::candidates::{cut, Candidates, CutCandidates, Cutting, FlatCandidates};
+use super::candidates::{cut, Candidates, CutCandidates, Cutting, FlatCandidates, Threshold};
 use super::merging::{MergeState, TrainMerge};
 use super::Control;
 use crate::error::Result;
@@ -31,7 +31,7 @@ impl SuperCandidates {
     /// issue 12, 100 MB of Gutenberg, 32,768, two threads, medians of three interleaved runs:
     /// 710,936 segments instead of 688,551, for a pass over the 16.2 M tokens less; phase 2
     /// 0.43 -> 0.36 s, the cut itself 0.30 -> 0.21 s, together with the filter's bits.)
-    fn cut(&self, threshold: u64, n_tokens: usize) -> Result<CutCandidates> {
+    fn cut(&self, threshold: Threshold, n_tokens: usize) -> Result<CutCandidates> {
         match self {
             SuperCandidates::Added(list) => cut(list, threshold, n_tokens, Cutting::Filtered),
             SuperCandidates::Flat(flat) => flat.cut(threshold, n_tokens, Cutting::Filtered),
@@ -65,9 +65,9 @@ pub struct SuperBpe {
     pub counts: Vec<u64>,
 }
 
-/// `threshold`: where to cut the candidates first (0: do not cut); if the best pair falls to
-/// it, the candidates are cut again at an eighth of it, then not at all.  Any value gives the
-/// same model.  `word_order`: the word model's final vocabulary (ids of `word_vocab`, which may
+/// `first_cut`: where to cut the candidates first (`None`: do not cut); if the best pair falls
+/// to that threshold, the candidates are cut again at an eighth of it, then not at all.  Any
+/// threshold gives the same model.  `word_order`: the word model's final vocabulary (ids of `word_vocab`, which may
 /// also hold tokens PickyBPE deleted).  `word_vocab` becomes the result's (cloning it was
 /// 1.6 M instructions of a small training, taylorswift.txt at 5,000).
 pub fn train_superbpe(
@@ -75,26 +75,24 @@ pub fn train_superbpe(
     word_order: &[TokenId],
     candidates: SuperCandidates,
     n: usize,
-    threshold: u64,
+    first_cut: Option<Threshold>,
     control: &dyn Control,
 ) -> Result<SuperBpe> {
     let mut vocab = word_vocab;
-    // the cuts to try in turn, then the uncut candidates
-    let mut cuts: Vec<u64> = vec![threshold, threshold / 8];
-    cuts.retain(|&t| t > 0);
-    cuts.dedup();
-    let state_at = |level: usize, vocab: &Vocab| match cuts.get(level) {
-        Some(&t) => {
-            let cut = candidates.cut(t, vocab.len())?;
+    // the merge state on the candidates cut at `at` (with the threshold they were cut at), or
+    // uncut (`None`)
+    let state_at = |at: Option<Threshold>, vocab: &Vocab| match at {
+        Some(at) => {
+            let cut = candidates.cut(at, vocab.len())?;
+            let t = cut.threshold;
             let state = MergeState::with_wholeness(cut.iter(), vocab)
                 // (a pair counted `t` times or fewer would end this state anyway)
                 .with_floor(t, vocab);
-            Ok((state, cut.alone))
+            Ok((state, cut.alone, Some(t)))
         }
-        None => Ok((candidates.uncut(vocab), Vec::new())),
+        None => Ok((candidates.uncut(vocab), Vec::new(), None)),
     };
-    let mut level = 0;
-    let (mut state, mut alone) = state_at(level, &vocab)?;
+    let (mut state, mut alone, mut cut_at) = state_at(first_cut, &vocab)?;
     let mut supermerges: Vec<TrainMerge> = Vec::new();
     let mut merged_ids: Vec<TokenId> = Vec::new();
     let mut order: Vec<TokenId> = word_order.to_vec();
@@ -103,13 +101,13 @@ pub fn train_superbpe(
     word_order.iter().for_each(|&t| known[t as usize] = true);
     while order.len() - word_order.len() < n {
         let best = state.best(&vocab);
-        if let Some(&t) = cuts.get(level) {
+        if let Some(t) = cut_at {
             if best.is_none_or(|(_, count)| count <= t) {
                 // pairs that were cut away may matter now: continue on the candidates cut
                 // lower, or uncut, with the supermerges so far replayed (none of them
                 // straddles a lower cut: each counted more than `t`)
-                level += 1;
-                (state, alone) = state_at(level, &vocab)?;
+                let lower = (t / 8 > 0).then_some(Threshold::At(t / 8));
+                (state, alone, cut_at) = state_at(lower, &vocab)?;
                 for (m, &id) in supermerges.iter().zip(&merged_ids) {
                     state.merge(m.pair, id, &vocab);
                 }
@@ -167,10 +165,15 @@ mod tests {
             let n = 1 + next(15) as usize;
             let order: Vec<TokenId> = (0..vocab.len() as TokenId).collect();
             let added = |c: &Candidates| SuperCandidates::Added(c.clone());
-            let exact = train_superbpe(vocab.clone(), &order, added(&candidates), n, 0, &Silent).unwrap();
-            for t in [1, 3, 8, 1000] {
-                let cut = train_superbpe(vocab.clone(), &order, added(&candidates), n, t, &Silent).unwrap();
-                assert_eq!(cut.supermerges, exact.supermerges, "round {round}, threshold {t}");
+            let exact = train_superbpe(vocab.clone(), &order, added(&candidates), n, None, &Silent).unwrap();
+            let cuts = [1, 3, 8, 1000].map(Threshold::At);
+            for t in cuts.into_iter().chain([n, 1, 40].map(Threshold::Guess)) {
+                let cut =
+                    train_superbpe(vocab.clone(), &order, added(&candidates), n, Some(t), &Silent).unwrap();
+                assert_eq!(
+                    cut.supermerges, exact.supermerges,
+                    "round {round}, threshold {t:?}"
+                );
                 assert_eq!(cut.vocab.to_vec(), exact.vocab.to_vec());
                 assert_eq!(cut.counts, exact.counts);
             }
@@ -198,7 +201,13 @@ mod tests {
             let flat = flat_candidates(runs, &token_of);
             repeated += (flat.len() > list.len()) as usize;
             let n = 1 + next(12) as usize;
-            for t in [0, 1, 4, 1000] {
+            let cuts = [
+                None,
+                Some(Threshold::At(1)),
+                Some(Threshold::At(4)),
+                Some(Threshold::At(1000)),
+            ];
+            for t in cuts.into_iter().chain([Some(Threshold::Guess(n))]) {
                 let a = train_superbpe(
                     vocab.clone(),
                     &order,
@@ -217,7 +226,7 @@ mod tests {
                     &Silent,
                 )
                 .unwrap();
-                assert_eq!(a.supermerges, b.supermerges, "round {round}, threshold {t}");
+                assert_eq!(a.supermerges, b.supermerges, "round {round}, threshold {t:?}");
                 assert_eq!(a.order, b.order);
                 assert_eq!(a.vocab.to_vec(), b.vocab.to_vec());
                 assert_eq!(a.counts, b.counts);
