@@ -341,6 +341,38 @@
 //! 4.6 ms (rewriting ~42%, the heap ~16%, applying changes ~13%, the set-up ~12%), counting
 //! 1.25-1.3 ms, and ~0.3 ms around the stages (the Python side of `train` ~0.12 ms; dropping
 //! the returned tokenizer's `Model`, 14,500 vectors of bytes, ~0.12 ms).
+//!
+//! Round 12 (issue 12), large trainings: 100 MB of Gutenberg, stage times inside the core
+//! (medians of three interleaved runs, fresh processes; two threads, or one pinned thread
+//! where said).  At the start, 32,768, two threads: BPE 0.51 s; SuperBPE 1.29 s (counting
+//! 0.52, phase 1 0.22, stage 3 0.11, phase 2 0.43: the cut 0.30 s, of which the pair filter
+//! 0.05, the exact count of the pairs that pass it 0.09 and adding up the segments 0.16; the
+//! set-up 0.04, the merge loop 0.09); BoundlessBPE 1.89 s (stage 3 0.50, phase 2 0.55).  At
+//! 131,072 SuperBPE's phase 2 took 2.72 s on one thread: cut at 12 (four times the smallest
+//! regular merge's count, 3), its 2.6 M segments took 0.8 s to cut and 1.1-1.2 s to set up,
+//! while the 8,192nd supermerge counted 106.  What helped: the pair filter keeps a bit per
+//! counter, 128 KB that stay in cache, instead of reading its 4 MB of counters, and SuperBPE
+//! cuts where the filter alone shows a pair weak, without the exact count (a pass over the
+//! 16.2 M tokens less, for 3% more segments): SuperBPE's phase 2 0.43 -> 0.36 s, BoundlessBPE's
+//! stage 3 0.50 -> 0.45 s (`candidates.rs`, [`candidates::Cutting`]); SuperBPE's first cut at a
+//! threshold read from the filter's counters ([`candidates::Threshold::Guess`]: half the
+//! `4n`-th largest counter, within a tenth of the `n`-th supermerge's count at 8,192, 32,768
+//! and 131,072), one thread: 131,072 phase 2 2.72 -> 1.21 s and the training 4.47 -> 2.50 s,
+//! peak RSS 518 -> 319 MB; 8,192 phase 2 0.94 -> 0.31 s (the old guess, 1,804, missed a
+//! 512th supermerge of 1,300 and cut twice); 32,768 unchanged (186 against 196).  Tried and
+//! dropped: BoundlessBPE cutting where the filter alone shows a pair weak (stage 3 0.45 ->
+//! 0.41 s, but 1.73 M segments made phase 2 0.54 -> 0.63 s; at 131,072, where `T` is 3, the
+//! filter tells almost nothing); reading the candidates from the letter runs in each pass
+//! instead of writing them out in stage 3 (one thread: SuperBPE's stage 3 0.14 -> 0.07 s but
+//! its phase 2 0.61 -> 0.72 s, BoundlessBPE's stage 3 0.80 -> 0.95 s: every pass translates
+//! 17 M pretokens through a map where the written candidates are read in order); the runs
+//! packed, LEB128 ids in byte records (96 -> ~60 MB of records, counting's peak RSS 239 ->
+//! 201 MB on one thread; but whole trainings were slower, counting 0.75 -> 0.79 s and
+//! BoundlessBPE's stage 3 0.83 -> 0.92 s: packing every run and unpacking them cost more than
+//! the fresh pages saved); a tighter guess (32,768, one thread: phase 2 0.58 s cut at 186,
+//! 0.52 at 280, 0.46 at 370, where a miss costs a second cut, ~0.5 s: the margin of two
+//! stays); for SuperBPE, keeping freed memory between stages, or transparent huge pages off
+//! (`prctl`): no faster.
 
 pub mod boundless;
 pub mod bpe;
