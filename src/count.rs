@@ -33,7 +33,7 @@ use crate::error::{Error, Result};
 use crate::input::Documents;
 use crate::pretokenize::classes::{bits, L};
 use crate::pretokenize::Pretokenizer;
-use crate::seqs::{SeqCounter, SeqList};
+use crate::seqs::{SeqCounter, SeqList, FLAG};
 use crate::train::Control;
 
 use crate::key::{ByteMap, Probe};
@@ -43,6 +43,95 @@ use crate::key::{ByteMap, Probe};
 const RUNS: &str = "the letter runs of one counting table (count the corpus in parts with \
                     superword.count, then merge them, or use more threads)";
 
+/// A table's letter runs: listed as they come, not added up (nine runs in ten are new on
+/// natural text), until the list holds [`CHECK_RUNS`] ids; then added up once, and added up
+/// as they come from then on if that took them to half or fewer (a repetitive corpus, whose
+/// list would grow with the text), else listed on, with the next check at twice the size.
+/// Stage 3 reads them as sums (`train/candidates.rs`), so a run may come any number of times.
+///
+/// (Round 12, issue 12: they were always added up, in a [`SeqCounter`], whose slots took 64
+/// MB of fresh pages at 100 MB of Gutenberg beside the records, and a look-up per run.
+/// Listed, counting for BoundlessBPE on one pinned core took 0.80-0.97 -> 0.56-0.60 s, for
+/// 11 MB more records; a table of 65,536 recent runs to add repeats to took back 0.1 s of
+/// that and kept only 2 MB.)
+enum TableRuns {
+    Listed {
+        list: SeqList,
+        /// how many ids `list` holds, and how many it may hold before it is added up
+        ids: usize,
+        check: usize,
+    },
+    Added(SeqCounter),
+}
+
+/// When a table's listed runs are first added up (in ids: 256 MB of records).  (Few in tests,
+/// so that they are.)
+const CHECK_RUNS: usize = if cfg!(test) { 64 } else { 1 << 26 };
+
+impl Default for TableRuns {
+    fn default() -> TableRuns {
+        TableRuns::Listed {
+            list: SeqList::default(),
+            ids: 0,
+            check: CHECK_RUNS,
+        }
+    }
+}
+
+impl TableRuns {
+    /// One more occurrence of `run`.
+    #[inline]
+    fn add(&mut self, run: &[u32]) -> Result<()> {
+        match self {
+            TableRuns::Listed { list, ids, check } => {
+                if run.len() >= FLAG as usize {
+                    return Err(Error::Runtime(format!(
+                        "{RUNS}: a run of 2**31 pretokens or more"
+                    )));
+                }
+                list.push(run, 1, false);
+                *ids += run.len();
+                if *ids >= *check {
+                    self.add_up()?;
+                }
+            }
+            TableRuns::Added(counter) => counter.add_soon(run, 1, false),
+        }
+        Ok(())
+    }
+
+    /// Add the listed runs up; keep adding them up if that halved them.
+    #[cold]
+    fn add_up(&mut self) -> Result<()> {
+        let TableRuns::Listed { list, check, .. } = std::mem::take(self) else {
+            return Ok(());
+        };
+        let listed = list.len();
+        let mut counter = SeqCounter::default();
+        counter.add_list(list);
+        counter.flush();
+        *self = if counter.len() * 2 <= listed {
+            TableRuns::Added(counter)
+        } else {
+            let list = counter.into_list(RUNS)?;
+            let ids = list.ids();
+            TableRuns::Listed {
+                list,
+                ids,
+                check: check.saturating_mul(2).max(ids * 2),
+            }
+        };
+        Ok(())
+    }
+
+    fn into_list(self) -> Result<SeqList> {
+        match self {
+            TableRuns::Listed { list, .. } => Ok(list),
+            TableRuns::Added(counter) => counter.into_list(RUNS),
+        }
+    }
+}
+
 /// Pretoken and run tables with local pretoken ids.
 struct Table {
     /// pretoken -> id, with room for [`BLOCK`] more keys whenever a block starts
@@ -51,7 +140,7 @@ struct Table {
     keys: Vec<Box<str>>,
     counts: Vec<u64>,
     has_letter: Vec<bool>,
-    runs: SeqCounter,
+    runs: TableRuns,
     pretokens: u64,
 }
 
@@ -62,7 +151,7 @@ impl Default for Table {
             keys: Vec::new(),
             counts: Vec::new(),
             has_letter: Vec::new(),
-            runs: SeqCounter::default(),
+            runs: TableRuns::default(),
             pretokens: 0,
         }
     }
@@ -127,7 +216,7 @@ impl Table {
                 run.push(id);
             } else {
                 if run.len() >= 2 {
-                    self.runs.add_soon(run, 1, false);
+                    self.runs.add(run)?;
                 }
                 run.clear();
             }
@@ -179,7 +268,7 @@ impl Table {
         failed?;
         self.count_block(&block[..n], with_runs, run)?;
         if run.len() >= 2 {
-            self.runs.add_soon(run, 1, false);
+            self.runs.add(run)?;
         }
         Ok(())
     }
@@ -301,7 +390,7 @@ impl<'a> Counter<'a> {
             runs: first_runs,
             ..
         } = first;
-        let mut runs: Runs = vec![((0..counts.len() as u32).collect(), first_runs.into_list(RUNS)?)];
+        let mut runs: Runs = vec![((0..counts.len() as u32).collect(), first_runs.into_list()?)];
         let mut words: Vec<(Box<str>, u64)> = keys.into_iter().zip(counts).collect();
         let mut rest = tables.peekable();
         while let Some(t) = rest.next() {
@@ -342,7 +431,7 @@ impl<'a> Counter<'a> {
                 remap[id] = g;
             }
             total += t.pretokens;
-            runs.push((remap, t.runs.into_list(RUNS)?));
+            runs.push((remap, t.runs.into_list()?));
         }
         Ok(Counts {
             words,
@@ -373,6 +462,35 @@ mod tests {
             }
         }
         (words, runs)
+    }
+
+    #[test]
+    fn a_repetitive_corpus_has_its_runs_added_up_as_they_come() {
+        // (the runs are listed until they hold `CHECK_RUNS` ids; added up, these halve)
+        let pre = Pretokenizer::new(GPT4O, None, None).unwrap();
+        let lines = [
+            "the cat sat on the mat, and then it slept",
+            "a dog ran home; it was late",
+        ];
+        let docs: Vec<&str> = (0..300).map(|i| lines[i % 2]).collect();
+        for workers in [1, 2] {
+            let mut counter = Counter::new(&pre, true, workers);
+            counter.add_batch(&docs).unwrap();
+            let counts = counter.finish().unwrap();
+            let records: usize = counts.runs.iter().map(|(_, list)| list.len()).sum();
+            assert!(records <= 4 * workers, "{records} records, {workers} workers");
+            let (_, runs) = readable(&counts);
+            let expected: HashMap<Vec<String>, u64> = [
+                (&["the", " cat", " sat", " on", " the", " mat"][..], 150),
+                (&[" and", " then", " it", " slept"], 150),
+                (&["a", " dog", " ran", " home"], 150),
+                (&[" it", " was", " late"], 150),
+            ]
+            .into_iter()
+            .map(|(run, c)| (run.iter().map(|p| p.to_string()).collect(), c))
+            .collect();
+            assert_eq!(runs, expected, "{workers} workers");
+        }
     }
 
     #[test]

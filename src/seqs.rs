@@ -28,7 +28,7 @@ use crate::error::{Error, Result};
 const HEAD: usize = 3;
 
 /// The flag's bit in a record's first word.
-const FLAG: u32 = 1 << 31;
+pub(crate) const FLAG: u32 = 1 << 31;
 
 /// How many `u32`s a chunk of records holds, as a power of two (4 MB; a longer record gets a
 /// chunk of its own).  (Tiny in tests, so that they cross chunks.)
@@ -116,7 +116,7 @@ impl SeqCounter {
 
     /// Add the sequence [`SeqCounter::add_soon`] holds back.
     #[inline]
-    fn flush(&mut self) {
+    pub(crate) fn flush(&mut self) {
         if !self.pending.is_empty() {
             let pending = std::mem::take(&mut self.pending);
             self.add(&pending, self.pending_hash, self.pending_count, self.pending_flag);
