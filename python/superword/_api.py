@@ -281,6 +281,10 @@ def train(inputs: Any = None, vocab_size: int = 32768, algorithm: str = "boundle
                        progress=progress)
         if paths is not None:
             impl = core.train_files(paths, text_field, options)
+        elif _document_list(inputs):
+            # (the core counts what the tally would: see train_docs)
+            impl, docs, size = core.train_docs(inputs, options)
+            tally.inputs["<documents>"] = [docs, size]
         else:
             impl = core.train_iter(documents, options)
         tok = Tokenizer(impl, backend)
@@ -303,6 +307,12 @@ def train(inputs: Any = None, vocab_size: int = 32768, algorithm: str = "boundle
     tok.provenance = _provenance.make(algorithm, settings, inputs_record, tok.training_stats,
                                       time.perf_counter() - start)
     return tok
+
+
+def _document_list(inputs: Any) -> bool:
+    """Are ``inputs`` a list or tuple of ``str`` documents (not of paths)?"""
+    return (type(inputs) in (list, tuple) and set(map(type, inputs)) == {str}
+            and not _inputs._looks_like_a_path(inputs[0]))
 
 
 def _train_via_counts(inputs: Any, counts: Any, options: dict[str, Any], script_aware: bool,
