@@ -49,57 +49,66 @@ pub struct Settings {
 /// of 5,000 tokens, made after training and freed with the tokenizer.  Taylorswift.txt at
 /// 5,000, a whole `superword.train` call and the drop: BPE 51.8 -> 50.1 M instructions,
 /// BoundlessBPE 62.4 -> 60.9 M, SuperBPE 59.4 -> 57.9 M.)
-#[derive(Clone, Default, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct ByteStrings {
     data: Vec<u8>,
-    /// string `i` is `data[ends[i - 1]..ends[i]]` (from 0 for the first)
-    ends: Vec<usize>,
+    /// string `i` is `data[bounds[i]..bounds[i + 1]]`
+    bounds: Vec<usize>,
+}
+
+impl Default for ByteStrings {
+    fn default() -> ByteStrings {
+        ByteStrings::with_capacity(0)
+    }
 }
 
 impl ByteStrings {
     /// Room for `n` strings.
     pub fn with_capacity(n: usize) -> ByteStrings {
+        let mut bounds = Vec::with_capacity(n + 1);
+        bounds.push(0);
         ByteStrings {
             data: Vec::new(),
-            ends: Vec::with_capacity(n),
+            bounds,
         }
     }
 
-    /// Room for `n` more strings of `bytes` bytes in all.
-    pub fn reserve(&mut self, n: usize, bytes: usize) {
-        self.ends.reserve(n);
-        self.data.reserve(bytes);
+    /// The strings of `data` between consecutive `bounds` (increasing, from 0 to its length).
+    pub fn from_parts(data: Vec<u8>, bounds: Vec<usize>) -> ByteStrings {
+        assert!(bounds.first() == Some(&0) && bounds.last() == Some(&data.len()));
+        debug_assert!(bounds.windows(2).all(|b| b[0] <= b[1]));
+        ByteStrings { data, bounds }
     }
 
+    #[inline]
     pub fn push(&mut self, bytes: &[u8]) {
         self.data.extend_from_slice(bytes);
-        self.ends.push(self.data.len());
+        self.bounds.push(self.data.len());
     }
 
     /// String `i` (panics out of range, as indexing a slice).
     #[inline]
     pub fn get(&self, i: usize) -> &[u8] {
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
-        &self.data[start..self.ends[i]]
+        &self.data[self.bounds[i]..self.bounds[i + 1]]
     }
 
     pub fn len(&self) -> usize {
-        self.ends.len()
+        self.bounds.len() - 1
     }
 
     pub fn is_empty(&self) -> bool {
-        self.ends.is_empty()
+        self.len() == 0
     }
 
     pub fn iter(&self) -> impl ExactSizeIterator<Item = &[u8]> + DoubleEndedIterator + '_ {
-        (0..self.len()).map(|i| self.get(i))
+        self.bounds.windows(2).map(|b| &self.data[b[0]..b[1]])
     }
 
     /// Keep the first `n` strings.
     pub fn truncate(&mut self, n: usize) {
         if n < self.len() {
-            self.ends.truncate(n);
-            self.data.truncate(self.ends.last().copied().unwrap_or(0));
+            self.bounds.truncate(n + 1);
+            self.data.truncate(self.bounds[n]);
         }
     }
 }
@@ -162,13 +171,6 @@ impl Merges {
             counts: Vec::with_capacity(n),
             flags: Vec::with_capacity(n),
         }
-    }
-
-    /// Room for `n` more merges whose halves hold `bytes` bytes in all.
-    pub fn reserve(&mut self, n: usize, bytes: usize) {
-        self.halves.reserve(2 * n, bytes);
-        self.counts.reserve(n);
-        self.flags.reserve(n);
     }
 
     pub fn push(&mut self, m: Merge) {

@@ -452,12 +452,7 @@ impl Config {
 pub type Stats = Vec<(&'static str, f64)>;
 
 fn to_bytes(vocab: &Vocab, merges: &[TrainMerge]) -> Merges {
-    let mut out = Merges::default();
-    let len = |t| vocab.bytes(t).len();
-    out.reserve(
-        merges.len(),
-        merges.iter().map(|m| len(m.pair.0) + len(m.pair.1)).sum(),
-    );
+    let mut out = Merges::with_capacity(merges.len());
     for m in merges {
         out.push(Merge {
             left: vocab.bytes(m.pair.0),
@@ -469,10 +464,13 @@ fn to_bytes(vocab: &Vocab, merges: &[TrainMerge]) -> Merges {
     out
 }
 
-/// The bytes of the tokens `order` lists, in that order (the final vocabulary).
+/// The bytes of the tokens `order` lists, in that order (the final vocabulary): most often
+/// all of `vocab`'s in id order (no deletions), then copied whole.
 fn ordered_bytes(vocab: &Vocab, order: &[TokenId]) -> ByteStrings {
-    let mut out = ByteStrings::default();
-    out.reserve(order.len(), order.iter().map(|&t| vocab.bytes(t).len()).sum());
+    if order.len() == vocab.len() && order.iter().enumerate().all(|(i, &t)| i == t as usize) {
+        return vocab.strings();
+    }
+    let mut out = ByteStrings::with_capacity(order.len());
     for &t in order {
         out.push(vocab.bytes(t));
     }
