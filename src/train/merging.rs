@@ -96,6 +96,9 @@ pub struct PairHeap {
     held: Vec<(u64, Pair)>,
     /// entries counted this often or less go to `held`; 0 once released
     held_max: u64,
+    /// is the top entry's pair gone, so that the next push may take its place?  (See
+    /// [`Self::retire_top`].)
+    top_gone: bool,
 }
 
 /// See [`PairHeap`].
@@ -107,6 +110,7 @@ impl Default for PairHeap {
             items: Vec::new(),
             held: Vec::new(),
             held_max: HELD_BACK,
+            top_gone: false,
         }
     }
 }
@@ -153,6 +157,7 @@ impl PairHeap {
     }
 
     fn heapify(&mut self, vocab: &Vocab) {
+        self.top_gone = false;
         for i in (0..self.items.len() / 2).rev() {
             self.sift_down(vocab, i);
         }
@@ -223,6 +228,13 @@ impl PairHeap {
             self.held.push((count, pair));
             return;
         }
+        if self.top_gone {
+            // a pop and a push in one sift
+            self.top_gone = false;
+            self.items[0] = Self::entry(vocab, count, pair);
+            self.sift_down(vocab, 0);
+            return;
+        }
         self.items.push(Self::entry(vocab, count, pair));
         let mut i = self.items.len() - 1;
         while i > 0 {
@@ -235,6 +247,17 @@ impl PairHeap {
         }
     }
 
+    /// The top entry's pair is gone from the pair table (it was merged everywhere): the next
+    /// push into the heap takes its place, sifted down from the top, instead of going in at
+    /// the bottom while the top waits to be popped.  Until then the top stays, and the next
+    /// pop removes it as before.  (Round 12: the merged pair's entry is the top when the merge
+    /// is chosen, and was popped at the next choice, after the merge's pushes went up from
+    /// the bottom.  BPE on taylorswift.txt at 5,000, a whole training: 49.99 -> 49.78 M
+    /// instructions, the pushes 0.94 -> 0.71 M.)
+    pub fn retire_top(&mut self) {
+        self.top_gone = !self.items.is_empty();
+    }
+
     pub fn peek(&self) -> Option<(u64, Pair)> {
         self.items.first().map(|e| (e.count, e.pair))
     }
@@ -242,6 +265,7 @@ impl PairHeap {
     /// Lower the count of the top entry to `count` and move it down to its place: a pop and
     /// a push in one sift.
     pub fn lower_top(&mut self, vocab: &Vocab, count: u64) {
+        debug_assert!(!self.top_gone, "a gone top is popped, not lowered");
         if count <= self.held_max {
             let (_, pair) = self.pop(vocab).expect("a top entry");
             self.held.push((count, pair));
@@ -254,6 +278,7 @@ impl PairHeap {
     }
 
     pub fn pop(&mut self, vocab: &Vocab) -> Option<(u64, Pair)> {
+        self.top_gone = false;
         let last = self.items.pop()?;
         if self.items.is_empty() {
             return Some((last.count, last.pair));
@@ -1383,7 +1408,13 @@ impl MergeState {
                 tracking.counts[pair.1 as usize] -= made;
             }
         }
+        // the merged pair leaves every sequence: the top entry is its own when it was chosen
+        // from the heap (not when the caller replays a merge), and goes
+        if self.heap.peek().is_some_and(|(_, p)| p == pair) {
+            self.heap.retire_top();
+        }
         self.apply_changes(&mut changes, vocab);
+        debug_assert!(self.info(&pair).is_none(), "the merged pair is left somewhere");
         changes.reset();
         self.changes = Some(changes);
         became_single
