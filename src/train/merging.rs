@@ -180,12 +180,16 @@ impl PairHeap {
         true
     }
 
-    /// Every entry, held back or not.
-    fn all(&self) -> impl Iterator<Item = (u64, Pair)> + '_ {
-        self.items
-            .iter()
-            .map(|e| (e.count, e.pair))
-            .chain(self.held.iter().copied())
+    /// Drop every entry counted `count` times or fewer.  (Round 12: the heap was built again
+    /// from the entries kept, though with a floor of 1 those held back are all that go.
+    /// Taylorswift.txt at 5,000, a whole training: BPE 49.78 -> 49.48 M instructions,
+    /// BoundlessBPE 60.67 -> 60.04 M, SuperBPE 57.52 -> 57.17 M.)
+    fn drop_at_most(&mut self, vocab: &Vocab, count: u64) {
+        self.held.retain(|&(c, _)| c > count);
+        if self.items.iter().any(|e| e.count <= count) {
+            self.items.retain(|e| e.count > count);
+            self.heapify(vocab);
+        }
     }
 
     /// Move the entry at `i` down to its place.  The hole left by the entry goes down along
@@ -965,8 +969,7 @@ impl MergeState {
     /// mostly the kernel zeroing the new tables' pages.)
     pub fn with_floor(mut self, floor: u64, vocab: &Vocab) -> MergeState {
         self.floor = floor;
-        let kept: Vec<(u64, Pair)> = self.heap.all().filter(|&(c, _)| c > floor).collect();
-        self.heap = PairHeap::from_vec(vocab, kept);
+        self.heap.drop_at_most(vocab, floor);
         if floor > 0 {
             for shard in &mut self.shards {
                 shard.retain(|_, info| info.count > floor);
