@@ -48,7 +48,10 @@ pub struct Settings {
 /// (Round 12: a `Vec<u8>` per token and two per merge were ~14,500 allocations for a model
 /// of 5,000 tokens, made after training and freed with the tokenizer.  Taylorswift.txt at
 /// 5,000, a whole `superword.train` call and the drop: BPE 51.8 -> 50.1 M instructions,
-/// BoundlessBPE 62.4 -> 60.9 M, SuperBPE 59.4 -> 57.9 M.)
+/// BoundlessBPE 62.4 -> 60.9 M, SuperBPE 59.4 -> 57.9 M.  Tried and dropped: `Vocab` keeping
+/// its bytes in a `ByteStrings` too, so that the word model's vocabulary is a clone of it:
+/// 50.14 -> 50.40 M for BPE, the merge loop's code laid out and inlined differently, where a
+/// copy made from `Vocab`'s own vectors, `Vocab::strings`, gives 50.14 -> 49.99 M.)
 #[derive(Clone, PartialEq, Eq)]
 pub struct ByteStrings {
     data: Vec<u8>,
