@@ -15,7 +15,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::error::{Error, Result};
 use crate::key::{Block, ByteMap, Prefetched};
-use crate::model::Model;
+use crate::model::{ByteStrings, Merges, Model};
 use crate::pretokenize::Pretokenizer;
 use crate::tokens::TokenId;
 use crate::train::merging::apply_merge;
@@ -60,7 +60,7 @@ type NgramTables = (FxHashSet<Box<[TokenId]>>, FxHashSet<Box<[TokenId]>>);
 
 pub struct Encoder {
     pub pretokenizer: Pretokenizer,
-    vocab: Vec<Vec<u8>>,
+    vocab: ByteStrings,
     ids: FxHashMap<Vec<u8>, TokenId>,
     byte_ids: [Option<TokenId>; 256],
     /// regular merges: pair -> (index, result)
@@ -133,8 +133,8 @@ impl Picky {
         let mut ranks: FxHashMap<(TokenId, TokenId), Vec<(u32, TokenId)>> = FxHashMap::default();
         let mut makers: FxHashMap<Vec<u8>, (Vec<u8>, Vec<u8>)> = FxHashMap::default();
         let indices = merge_indices(model.merges.len(), &model.deletions);
-        for (i, m) in indices.into_iter().zip(&model.merges) {
-            let merged = [m.left.as_slice(), m.right.as_slice()].concat();
+        for (i, m) in indices.into_iter().zip(model.merges.iter()) {
+            let merged = [m.left, m.right].concat();
             if !ids.contains_key(&merged) && !deleted_bytes.contains(merged.as_slice()) {
                 return Err(Error::Value(format!(
                     "model is inconsistent: merge result {} is neither in the vocabulary nor deleted",
@@ -142,11 +142,11 @@ impl Picky {
                 )));
             }
             let index = u32::try_from(i).map_err(|_| Error::Value("too many merges".into()))?;
-            let (l, r, id) = (id_of(&m.left), id_of(&m.right), id_of(&merged));
+            let (l, r, id) = (id_of(m.left), id_of(m.right), id_of(&merged));
             ranks.entry((l, r)).or_default().push((index, id));
             makers
                 .entry(merged)
-                .or_insert_with(|| (m.left.clone(), m.right.clone()));
+                .or_insert_with(|| (m.left.to_vec(), m.right.to_vec()));
         }
         let mut deleted: FxHashMap<TokenId, Vec<u32>> = FxHashMap::default();
         for d in &model.deletions {
@@ -281,30 +281,29 @@ impl Encoder {
             .vocab
             .iter()
             .enumerate()
-            .map(|(i, t)| (t.clone(), i as TokenId))
+            .map(|(i, t)| (t.to_vec(), i as TokenId))
             .collect();
         let mut byte_ids = [None; 256];
         for b in 0..=255u8 {
             byte_ids[b as usize] = ids.get(&[b][..]).copied();
         }
-        let table =
-            |merges: &[crate::model::Merge]| -> Result<FxHashMap<(TokenId, TokenId), (u32, TokenId)>> {
-                let mut out = FxHashMap::default();
-                for (i, m) in merges.iter().enumerate() {
-                    let merged = [m.left.as_slice(), m.right.as_slice()].concat();
-                    let find = |t: &[u8]| {
-                        ids.get(t).copied().ok_or_else(|| {
-                            Error::Value(format!(
-                                "model is inconsistent: merge result {} is not in the vocabulary",
-                                py_bytes(t)
-                            ))
-                        })
-                    };
-                    let (l, r, m_id) = (find(&m.left)?, find(&m.right)?, find(&merged)?);
-                    out.entry((l, r)).or_insert((i as u32, m_id));
-                }
-                Ok(out)
-            };
+        let table = |merges: &Merges| -> Result<FxHashMap<(TokenId, TokenId), (u32, TokenId)>> {
+            let mut out = FxHashMap::default();
+            for (i, m) in merges.iter().enumerate() {
+                let merged = [m.left, m.right].concat();
+                let find = |t: &[u8]| {
+                    ids.get(t).copied().ok_or_else(|| {
+                        Error::Value(format!(
+                            "model is inconsistent: merge result {} is not in the vocabulary",
+                            py_bytes(t)
+                        ))
+                    })
+                };
+                let (l, r, m_id) = (find(m.left)?, find(m.right)?, find(&merged)?);
+                out.entry((l, r)).or_insert((i as u32, m_id));
+            }
+            Ok(out)
+        };
         // every byte UTF-8 text can hold must be a token (a hostile file may lack some)
         if let Some(b) = crate::tokens::byte_token_values().find(|&b| byte_ids[b as usize].is_none()) {
             return Err(Error::Value(format!(
@@ -366,19 +365,13 @@ impl Encoder {
             picky,
             special: model.special_tokens.clone(),
             cache: PieceCache::new(0), // off while `find_reachable` encodes the vocabulary
-            decoder: TokenBytes::new(
-                model
-                    .vocab
-                    .iter()
-                    .enumerate()
-                    .map(|(i, t)| (i as TokenId, t.as_slice())),
-            ),
+            decoder: TokenBytes::new(model.vocab.iter().enumerate().map(|(i, t)| (i as TokenId, t))),
         };
         enc.reachable = enc.find_reachable(&model.is_super)?;
         enc.shortcut = ByteMap::new(
             (0..enc.vocab.len())
                 .filter(|&i| enc.reachable[i])
-                .map(|i| (enc.vocab[i].as_slice(), i as TokenId)),
+                .map(|i| (&enc.vocab[i], i as TokenId)),
         )?;
         enc.cache = enc.seeded_cache(cache::default_capacity(enc.shortcut.len()))?;
         Ok(enc)
@@ -389,7 +382,7 @@ impl Encoder {
         PieceCache::seeded(
             (0..self.vocab.len())
                 .filter(|&i| self.reachable[i])
-                .map(|i| (self.vocab[i].as_slice(), i as TokenId)),
+                .map(|i| (&self.vocab[i], i as TokenId)),
             capacity,
         )
     }
@@ -427,7 +420,7 @@ impl Encoder {
             .filter(|&id| self.reachable[id as usize])
     }
 
-    pub fn vocab(&self) -> &[Vec<u8>] {
+    pub fn vocab(&self) -> &ByteStrings {
         &self.vocab
     }
 
@@ -1197,12 +1190,12 @@ pub fn split_specials<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Kind, Merge, Settings};
+    use crate::model::{Kind, Merge, Merges, Settings};
 
     /// A model whose merges make tokens from a few letters, in a fixed order.
     fn model() -> Model {
         let mut vocab: Vec<Vec<u8>> = crate::tokens::byte_token_values().map(|b| vec![b]).collect();
-        let mut merges = Vec::new();
+        let mut merges = Merges::default();
         for (l, r) in [
             ("a", "b"),
             ("b", "a"),
@@ -1216,8 +1209,8 @@ mod tests {
             ("bb", "a"),
         ] {
             merges.push(Merge {
-                left: l.into(),
-                right: r.into(),
+                left: l.as_bytes(),
+                right: r.as_bytes(),
                 count: 1,
                 flag: false,
             });
@@ -1237,11 +1230,11 @@ mod tests {
                 tau: 1.1,
                 blowup: false,
             },
-            vocab,
+            vocab: vocab.into(),
             counts: vec![0; n],
             is_super: vec![false; n],
             merges,
-            supermerges: Vec::new(),
+            supermerges: Merges::default(),
             special_tokens: Vec::new(),
             ngrams: None,
             deletions: Vec::new(),

@@ -98,13 +98,7 @@ pub fn dumps_model(model: &crate::model::Model) -> Result<String> {
                 .into(),
         ));
     }
-    Ok(dumps(
-        model
-            .vocab
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (i as u32, t.as_slice())),
-    ))
+    Ok(dumps(model.vocab.iter().enumerate().map(|(i, t)| (i as u32, t))))
 }
 
 /// The tokens of `model` by rank, in the order they go into lookup tables (see

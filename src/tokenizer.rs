@@ -142,7 +142,7 @@ impl Tokenizer {
     pub fn vocab_items(&self) -> Vec<(u32, &[u8], bool)> {
         match self {
             Tokenizer::Superword { model, .. } => (model.vocab.iter().zip(&model.is_super).enumerate())
-                .map(|(i, (t, &s))| (i as u32, t.as_slice(), s))
+                .map(|(i, (t, &s))| (i as u32, t, s))
                 .collect(),
             Tokenizer::Ranks(r) => r.items().into_iter().map(|(i, t)| (i, t, false)).collect(),
         }
@@ -344,8 +344,9 @@ mod tests {
         // a model no encoder can be built for (never made by training) fails when used, and
         // still answers what needs no encoder
         let mut broken = model;
-        let a = broken.vocab.iter().position(|t| t == b"a").unwrap();
-        broken.vocab[a] = b"\xff\xfe".to_vec();
+        broken.vocab = (broken.vocab.iter())
+            .map(|t| if t == b"a" { b"\xff\xfe" } else { t })
+            .collect();
         let broken = Tokenizer::trained(broken);
         let err = broken.encoder().encode_ordinary("a").unwrap_err();
         assert!(matches!(err, Error::Runtime(m) if m.contains("internal error") && m.contains("missing")));

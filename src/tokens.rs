@@ -6,6 +6,8 @@ use std::hash::BuildHasher;
 use hashbrown::hash_table::{Entry, HashTable};
 use rustc_hash::FxBuildHasher;
 
+use crate::model::ByteStrings;
+
 pub type TokenId = u32;
 pub type Pair = (TokenId, TokenId);
 
@@ -162,6 +164,11 @@ impl Vocab {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Every token's bytes, by id.
+    pub fn strings(&self) -> ByteStrings {
+        ByteStrings::from_parts(self.data.clone(), self.bounds.clone())
     }
 
     pub fn to_vec(&self) -> Vec<Vec<u8>> {

@@ -78,7 +78,7 @@ fn rank_encoders_with_any_cache_size() {
             .vocab
             .iter()
             .enumerate()
-            .map(|(i, t)| ranks::dumps([(i as u32, t.as_slice())]))
+            .map(|(i, t)| ranks::dumps([(i as u32, t)]))
             .collect();
         let parsed = ranks::parse(&dumped, "ranks").unwrap();
         let make = || {
@@ -125,7 +125,7 @@ fn rank_encoders_with_ranks_past_two_to_the_31() {
             .vocab
             .iter()
             .enumerate()
-            .map(|(i, t)| ranks::dumps([(i as u32 + offset, t.as_slice())]))
+            .map(|(i, t)| ranks::dumps([(i as u32 + offset, t)]))
             .collect();
         let parsed = ranks::parse(&dumped, "ranks").unwrap();
         RankEncoder::new(RankModel {

@@ -3,7 +3,7 @@ from collections.abc import Callable, Iterable
 from typing import TypedDict, final
 
 __all__ = ["MinbpeEncoder", "Tokenizer", "_panic_for_test", "minbpe_train", "char_class_table",
-           "pretokenize", "script_names", "script_table", "train_files", "train_iter", "version"]
+           "pretokenize", "script_names", "script_table", "train_docs", "train_files", "train_iter", "version"]
 
 def version() -> str:
     """Version of the compiled core; equals superword.__version__."""
@@ -40,6 +40,9 @@ def train_files(paths: list[str], text_field: str, options: _TrainOptions) -> To
 
 def train_iter(documents: Iterable[str], options: _TrainOptions) -> Tokenizer:
     """Train on an iterable of documents, read in batches."""
+
+def train_docs(documents: list[str] | tuple[str, ...], options: _TrainOptions) -> tuple[Tokenizer, int, int]:
+    """train_iter on a list of str, with the documents and UTF-8 bytes it read."""
 
 def minbpe_train(text: str, num_merges: int, pattern: str | None, batch_size: int,
                  on_merge: Callable[[int, int, int, int], object] | None = None,

@@ -2,7 +2,7 @@
 //! the paper's writer).  Errors name the file and line with the reference's messages.
 
 use super::bytemap::{parse, render};
-use super::{merge_indices, Deletion, Kind, Merge, Model, Settings};
+use super::{merge_indices, ByteStrings, Deletion, Kind, Merge, Merges, Model, Settings};
 use crate::error::{Error, Result};
 use std::fmt::Write as _;
 
@@ -105,17 +105,20 @@ fn section(
     s: &Settings,
     is_super: bool,
     superbpe_mode: bool,
-    merges: &[Merge],
+    merges: &Merges,
     deletions: &[Deletion],
 ) {
     out.push_str(&config(s, is_super, superbpe_mode));
     let _ = write!(out, "\nmerges\n{}\n", merges.len());
-    for (i, m) in merge_indices(merges.len(), deletions).into_iter().zip(merges) {
+    for (i, m) in merge_indices(merges.len(), deletions)
+        .into_iter()
+        .zip(merges.iter())
+    {
         let _ = writeln!(
             out,
             "{i} {} {} {} {}",
-            render(&m.left),
-            render(&m.right),
+            render(m.left),
+            render(m.right),
             m.count,
             m.flag as u8
         );
@@ -407,7 +410,7 @@ pub fn loads(text: &str, name: &str) -> Result<Model> {
     let n = lines.count("vocabulary entries")?;
     let room = lines.room(n, 8);
     let (mut vocab, mut counts, mut is_super) = (
-        Vec::with_capacity(room),
+        ByteStrings::with_capacity(room),
         Vec::with_capacity(room),
         Vec::with_capacity(room),
     );
@@ -423,7 +426,7 @@ pub fn loads(text: &str, name: &str) -> Result<Model> {
         if !seen.insert(raw.clone()) {
             return Err(lines.error(format!("token {} appears twice in the vocabulary", show(f[1]))));
         }
-        vocab.push(raw);
+        vocab.push(&raw);
         counts.push(f[2].parse().map_err(|_| lines.error("count too large"))?);
         is_super.push(f[3] == "1");
     }
@@ -444,7 +447,7 @@ pub fn loads(text: &str, name: &str) -> Result<Model> {
     }
     lines.expect("words")?;
     let (settings, _, _, merges, deletions) = read_section(&mut lines)?;
-    let mut supermerges = Vec::new();
+    let mut supermerges = Merges::default();
     if kind != Kind::Word {
         lines.expect("superwords")?;
         let (_, is_sup, superbpe_mode, m, super_deletions) = read_section(&mut lines)?;
@@ -483,7 +486,7 @@ pub fn loads(text: &str, name: &str) -> Result<Model> {
     })
 }
 
-type Section = (Settings, bool, bool, Vec<Merge>, Vec<Deletion>);
+type Section = (Settings, bool, bool, Merges, Vec<Deletion>);
 
 fn read_section(lines: &mut Lines) -> Result<Section> {
     let raw = lines.next("the config JSON")?;
@@ -534,7 +537,7 @@ fn read_section(lines: &mut Lines) -> Result<Section> {
         parsed.map_err(|e| lines.error(format!("bad config JSON ({e})")))?;
     lines.expect("merges")?;
     let n = lines.count("merges")?;
-    let mut merges = Vec::with_capacity(lines.room(n, 10));
+    let mut merges = Merges::with_capacity(lines.room(n, 10));
     let mut merge_at: Vec<usize> = Vec::with_capacity(lines.room(n, 10));
     for _ in 0..n {
         let f = lines.fields(5, "'<index> <left> <right> <count> <flag>'")?;
@@ -549,8 +552,8 @@ fn read_section(lines: &mut Lines) -> Result<Section> {
         }
         merge_at.push(index);
         merges.push(Merge {
-            left: lines.token(f[1])?,
-            right: lines.token(f[2])?,
+            left: &lines.token(f[1])?,
+            right: &lines.token(f[2])?,
             count: f[3].parse().map_err(|_| lines.error("count too large"))?,
             flag: f[4] == "1",
         });

@@ -202,7 +202,7 @@ pub(crate) fn count_iter(
     options: CountOptions,
 ) -> PyResult<PyCounts> {
     let iter = PyIterator::from_object(&documents)?.unbind();
-    count(py, options, move |control| iterated(iter, control))
+    count(py, options, move |control| iterated(iter, control, None))
 }
 
 /// Train on counts: stages 2 to 4 with the counts' pre-tokenization settings.

@@ -5,6 +5,7 @@
 mod counts;
 mod tokenizer;
 
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
 use pyo3::exceptions::{PyFileNotFoundError, PyKeyboardInterrupt, PyOSError, PyRuntimeError, PyValueError};
@@ -159,13 +160,19 @@ fn files(paths: Vec<String>, text_field: String, control: &Arc<PyControl>) -> Bo
     })
 }
 
-/// A Python iterator of `str`, read in batches on Python's thread.
-fn iterated(iter: Py<PyIterator>, control: &Arc<PyControl>) -> Box<dyn Documents> {
+/// A Python iterator of `str`, read in batches on Python's thread; counted in `tally` if given.
+fn iterated(iter: Py<PyIterator>, control: &Arc<PyControl>, tally: Option<Arc<Tally>>) -> Box<dyn Documents> {
     let control = control.clone();
     Box::new(Batches(move || {
         control.watch.check()?;
         let batch = Python::attach(|py| take_batch(iter.bind(py).clone().map(|d| d?.extract())));
-        batch.map_err(|e| control.watch.fail(e))
+        let batch = batch.map_err(|e| control.watch.fail(e))?;
+        if let Some(t) = &tally {
+            t.docs.fetch_add(batch.len() as u64, Relaxed);
+            t.bytes
+                .fetch_add(batch.iter().map(|d| d.len() as u64).sum(), Relaxed);
+        }
+        Ok(batch)
     }))
 }
 
@@ -185,7 +192,34 @@ fn train_files(
 #[pyfunction]
 fn train_iter(py: Python<'_>, documents: Bound<'_, PyAny>, options: TrainOptions) -> PyResult<PyTokenizer> {
     let iter = PyIterator::from_object(&documents)?.unbind();
-    train(py, options, move |control| iterated(iter, control))
+    train(py, options, move |control| iterated(iter, control, None))
+}
+
+/// [`train_iter`] on a list (or tuple) of `str`, `superword.train`'s usual input, with the
+/// number of documents and of their UTF-8 bytes that the trained model's provenance records:
+/// counted here as the batches are read, instead of by two Python generators the documents
+/// passed through one at a time, each encoded to UTF-8 once more to be measured (Round 12,
+/// taylorswift.txt at 5,000, 988 documents: a whole `superword.train` call 54.7 -> 51.8 M
+/// instructions for BPE, 65.5 -> 62.4 M for BoundlessBPE, 62.4 -> 59.4 M for SuperBPE).
+#[pyfunction]
+fn train_docs(
+    py: Python<'_>,
+    documents: Bound<'_, PyAny>,
+    options: TrainOptions,
+) -> PyResult<(PyTokenizer, u64, u64)> {
+    let iter = PyIterator::from_object(&documents)?.unbind();
+    let tally = Arc::new(Tally::default());
+    let seen = tally.clone();
+    let tokenizer = train(py, options, move |control| iterated(iter, control, Some(seen)))?;
+    let (docs, bytes) = (tally.docs.load(Relaxed), tally.bytes.load(Relaxed));
+    Ok((tokenizer, docs, bytes))
+}
+
+/// Documents and UTF-8 bytes read (see [`train_docs`]).
+#[derive(Default)]
+struct Tally {
+    docs: AtomicU64,
+    bytes: AtomicU64,
 }
 
 // minbpe
@@ -291,7 +325,7 @@ mod _core {
     use super::counts::{count_files, count_iter, merge_counts, train_counts, PyCounts};
     #[pymodule_export]
     use super::{
-        _panic_for_test, char_class_table, minbpe_train, pretokenize, script_names, script_table,
+        _panic_for_test, char_class_table, minbpe_train, pretokenize, script_names, script_table, train_docs,
         train_files, train_iter, version, PyMinbpeEncoder, PyTokenizer,
     };
 }

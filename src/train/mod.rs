@@ -390,7 +390,7 @@ use crate::count::{count_documents, Counts};
 use crate::encode::Encoder;
 use crate::error::{Error, Result};
 use crate::input::Documents;
-use crate::model::{Deletion, Kind, Merge, Model, Settings};
+use crate::model::{ByteStrings, Deletion, Kind, Merge, Merges, Model, Settings};
 use crate::pretokenize::{Pretokenizer, MERGE_PATTERN};
 use crate::tokens::{TokenId, Vocab};
 use boundless::{train_boundless, Boundless};
@@ -483,16 +483,30 @@ impl Config {
 /// Seconds spent in each stage, in order (the paper's Table 1 breakdown).
 pub type Stats = Vec<(&'static str, f64)>;
 
-fn to_bytes(vocab: &Vocab, merges: &[TrainMerge]) -> Vec<Merge> {
-    merges
-        .iter()
-        .map(|m| Merge {
-            left: vocab.bytes(m.pair.0).to_vec(),
-            right: vocab.bytes(m.pair.1).to_vec(),
+fn to_bytes(vocab: &Vocab, merges: &[TrainMerge]) -> Merges {
+    let mut out = Merges::with_capacity(merges.len());
+    for m in merges {
+        out.push(Merge {
+            left: vocab.bytes(m.pair.0),
+            right: vocab.bytes(m.pair.1),
             count: m.count,
             flag: m.flag,
-        })
-        .collect()
+        });
+    }
+    out
+}
+
+/// The bytes of the tokens `order` lists, in that order (the final vocabulary): most often
+/// all of `vocab`'s in id order (no deletions), then copied whole.
+fn ordered_bytes(vocab: &Vocab, order: &[TokenId]) -> ByteStrings {
+    if order.len() == vocab.len() && order.iter().enumerate().all(|(i, &t)| i == t as usize) {
+        return vocab.strings();
+    }
+    let mut out = ByteStrings::with_capacity(order.len());
+    for &t in order {
+        out.push(vocab.bytes(t));
+    }
+    out
 }
 
 fn deletions_to_bytes(vocab: &Vocab, deletions: &[(usize, TokenId)]) -> Vec<Deletion> {
@@ -509,11 +523,11 @@ fn word_model(settings: &Settings, w: &WordModel) -> Model {
     Model {
         kind: Kind::Word,
         settings: settings.clone(),
-        vocab: w.order.iter().map(|&t| w.vocab.bytes(t).to_vec()).collect(),
+        vocab: ordered_bytes(&w.vocab, &w.order),
         counts: w.order.iter().map(|&t| w.counts[t as usize]).collect(),
         is_super: vec![false; w.order.len()],
         merges: to_bytes(&w.vocab, &w.merges),
-        supermerges: Vec::new(),
+        supermerges: Merges::default(),
         special_tokens: Vec::new(),
         ngrams: None,
         deletions: deletions_to_bytes(&w.vocab, &w.deletions),
@@ -522,7 +536,7 @@ fn word_model(settings: &Settings, w: &WordModel) -> Model {
 
 /// The first `n` items of `v`, moved.  (Cloning the word model's merges, two vectors of
 /// bytes each, was a tenth of BoundlessBPE's and SuperBPE's work after phase 1 on a small
-/// training.)
+/// training; they move too, see `boundless_model`.)
 fn truncated<T>(mut v: Vec<T>, n: usize) -> Vec<T> {
     v.truncate(n);
     v
@@ -532,21 +546,18 @@ fn truncated<T>(mut v: Vec<T>, n: usize) -> Vec<T> {
 /// model's.
 fn boundless_model(
     config: &Config,
-    (merges, deletions): (Vec<Merge>, Vec<Deletion>),
+    (mut merges, deletions): (Merges, Vec<Deletion>),
     b: Boundless,
     ngrams: Option<Vec<Vec<Vec<u8>>>>,
 ) -> Model {
+    merges.truncate(b.used);
     Model {
         kind: Kind::Boundless,
         settings: config.settings.clone(),
-        vocab: b
-            .order
-            .iter()
-            .map(|&t| b.phase2_vocab.bytes(t).to_vec())
-            .collect(),
+        vocab: ordered_bytes(&b.phase2_vocab, &b.order),
         counts: b.order.iter().map(|&t| b.counts[t as usize]).collect(),
         is_super: b.is_super,
-        merges: truncated(merges, b.used),
+        merges,
         supermerges: to_bytes(&b.phase2_vocab, &b.supermerges),
         special_tokens: Vec::new(),
         ngrams,
@@ -726,7 +737,7 @@ fn train_counted(counts: Counts, config: &Config, control: &dyn Control, stats: 
             Model {
                 kind: Kind::SuperBpe,
                 settings: config.settings.clone(),
-                vocab: s.order.iter().map(|&t| s.vocab.bytes(t).to_vec()).collect(),
+                vocab: ordered_bytes(&s.vocab, &s.order),
                 counts: s.order.iter().map(|&t| s.counts[t as usize]).collect(),
                 is_super: (0..s.order.len()).map(|i| i >= order_len).collect(),
                 merges: word_parts.0,
