@@ -373,6 +373,33 @@
 //! 0.52 at 280, 0.46 at 370, where a miss costs a second cut, ~0.5 s: the margin of two
 //! stays); for SuperBPE, keeping freed memory between stages, or transparent huge pages off
 //! (`prctl`): no faster.
+//!
+//! Round 12, small trainings (a helper; callgrind, a release build without LTO, one thread,
+//! taylorswift.txt at 5,000; each figure is one warm `superword.train` call with its Python
+//! side and the drop of the tokenizer, two trainings in one process less one).  At the start:
+//! BPE 54.7 M instructions, BoundlessBPE 65.5 M, SuperBPE 62.4 M.  The largest cost outside
+//! the core was the documents' way in: a list of `str` passed through two Python generators,
+//! each document encoded to UTF-8 once more for the provenance's byte count; the core now
+//! counts documents and bytes as it reads them (`train_docs`, `py/mod.rs`): 54.7 / 65.5 /
+//! 62.4 -> 51.8 / 62.4 / 59.4 M, BPE's counting stage 1.02-1.08 -> 0.85-0.87 ms.  The model's
+//! bytes lie back to back (`ByteStrings`, `Merges`; a `Vec<u8>` per token and two per merge
+//! were ~14,500 allocations made after training and freed with the tokenizer), -> 50.1 /
+//! 60.9 / 57.9 M, and dropping the tokenizer 0.13 -> 0.004 ms; without deletions the final
+//! vocabulary is the word model's bytes copied whole, -> 49.99 / 60.83 / 57.71 M.  In the
+//! merge loop: the merged pair's heap entry, gone after the merge, takes the merge's first
+//! push (`PairHeap::retire_top`), -> 49.78 / 60.67 / 57.52 M; a floor of 1 drops the entries
+//! held back instead of building the heap again (`drop_at_most`), -> 49.48 / 60.04 / 57.17 M.
+//! In all -9.5%, -8.3%, -8.6%; the three trainings in one process 760.0 -> 744.0 M, stages
+//! 2-4 133.1 -> 125.3 M.  Wall times (LTO builds, one thread pinned, interleaved with main's
+//! build, load 2.0-2.5): BPE 6.04-6.23 -> 5.64-5.73 ms with the drop (phase 1 4.68-4.80 ->
+//! 4.56-4.62 ms); `--only-small` BPE 6.1-6.3 -> 5.7-5.9 ms (48-49x -> 51-53x), BoundlessBPE
+//! 7.3-7.5 -> 7.0-7.1 ms (52-53x -> 53-56x), SuperBPE 7.2 -> 6.7-6.9 ms (52-53x -> 54-58x).
+//! Tried and dropped: `Vocab` keeping its bytes in a `ByteStrings` (BPE 50.14 -> 50.40 M: the
+//! merge loop inlined differently).  What is left of BPE's ~5.7 ms: phase 1 4.6 ms (the
+//! heap's `sift_down` ~15% of `perf`'s samples against ~10% of instructions, a branch the data
+//! decides; the heap holds 2,100-6,000 entries, 35-60% live), counting 0.85 ms, and ~0.19 ms
+//! outside the stages, most of it Python running on caches the training emptied (the
+//! provenance's `strftime` alone ~30 µs after a training, 2 µs warm).
 
 pub mod boundless;
 pub mod bpe;
