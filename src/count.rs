@@ -3,15 +3,16 @@
 //!
 //! * every distinct pretoken with its count (phase 1's input);
 //! * every maximal run of two or more consecutive pretokens containing a letter, with its
-//!   count (phase 2's input, once cut at pretokens that are not single tokens).
+//!   count (phase 2's input, once cut at pretokens that are not single tokens); a run may
+//!   come more than once, with counts that add up (see [`TableRuns`]).
 //!
 //! Documents arrive in batches; each batch is cut into one share per worker, and each worker
 //! adds its share to its own table.  Counts are sums, so the result does not depend on the
 //! number of threads or on the sharing.
 //!
 //! Phase 2 needs the runs, and the input may be a Python iterator that can be read only once,
-//! so the runs are kept (as pretoken ids, aggregated, in a [`SeqCounter`] per table) instead
-//! of re-reading the corpus.  They cost memory only for BoundlessBPE and SuperBPE; plain BPE
+//! so the runs are kept (as pretoken ids, listed per table, see [`TableRuns`]) instead of
+//! re-reading the corpus.  They cost memory only for BoundlessBPE and SuperBPE; plain BPE
 //! does not collect them.  Measured on 100 MB of Gutenberg text: 2.2 M distinct runs on one
 //! thread; peak RSS about 165-180 MB for BPE and 305 MB for BoundlessBPE at 32,768 on one
 //! thread (the runs, then the candidates and phase 2's tables; stage 3 frees each table of
@@ -25,7 +26,9 @@
 //! for the key's slot; they are now looked up a block at a time in a [`ByteMap`] with their
 //! slots prefetched ([`BLOCK`]): BPE's counting 0.66 -> 0.41 s.  For BoundlessBPE the runs'
 //! map of boxes was most of the rest (see `crate::seqs`); what is left of its counting is
-//! mostly the kernel zeroing fresh pages for the runs (a quarter of the samples).
+//! mostly the kernel zeroing fresh pages for the runs (a quarter of the samples).  Round 12:
+//! the runs are listed rather than added up ([`TableRuns`]), which saves the table that found
+//! them.
 
 use rayon::prelude::*;
 

@@ -359,7 +359,12 @@
 //! `4n`-th largest counter, within a tenth of the `n`-th supermerge's count at 8,192, 32,768
 //! and 131,072), one thread: 131,072 phase 2 2.72 -> 1.21 s and the training 4.47 -> 2.50 s,
 //! peak RSS 518 -> 319 MB; 8,192 phase 2 0.94 -> 0.31 s (the old guess, 1,804, missed a
-//! 512th supermerge of 1,300 and cut twice); 32,768 unchanged (186 against 196).  Tried and
+//! 512th supermerge of 1,300 and cut twice); 32,768 unchanged (186 against 196); counting's
+//! letter runs listed as they come instead of added up in a table (`count.rs`, `TableRuns`):
+//! BoundlessBPE's counting 0.92-1.17 -> 0.68-0.78 s on one pinned core, its stage 3 +0.03-0.09
+//! s for the repeats it now reads.  At the end, two threads, the builds before and after the
+//! round interleaved (medians of three): BPE 0.53 -> 0.48 s, SuperBPE 1.36 -> 1.08 s,
+//! BoundlessBPE 1.86 -> 1.65 s.  Tried and
 //! dropped: BoundlessBPE cutting where the filter alone shows a pair weak (stage 3 0.45 ->
 //! 0.41 s, but 1.73 M segments made phase 2 0.54 -> 0.63 s; at 131,072, where `T` is 3, the
 //! filter tells almost nothing); reading the candidates from the letter runs in each pass
