@@ -1,8 +1,9 @@
 //! Phase 2 of SuperBPE (SPEC section 5): exactly `n` supermerges on top of the word model,
 //! as `reference/superbpe.py`.
 //!
-//! The same shortcut as BoundlessBPE's (see `boundless.rs`), with a guessed threshold: the
-//! candidates are cut where a pair of two different tokens occurs at most `t` times, which
+//! The same shortcut as BoundlessBPE's (see `boundless.rs`), with a guessed threshold (see
+//! `candidates::guess`): the candidates are cut where a pair of two different tokens occurs
+//! at most `t` times (there, or at some of those places: see `candidates::Cutting`), which
 //! cannot change a choice while the best pair counts more than `t`.  If SuperBPE still needs
 //! supermerges when the best count has fallen to `t`, the candidates are cut again at `t / 8`
 //! (then not at all), the supermerges so far replayed on them, and training goes on exactly.
@@ -67,9 +68,9 @@ pub struct SuperBpe {
 
 /// `first_cut`: where to cut the candidates first (`None`: do not cut); if the best pair falls
 /// to that threshold, the candidates are cut again at an eighth of it, then not at all.  Any
-/// threshold gives the same model.  `word_order`: the word model's final vocabulary (ids of `word_vocab`, which may
-/// also hold tokens PickyBPE deleted).  `word_vocab` becomes the result's (cloning it was
-/// 1.6 M instructions of a small training, taylorswift.txt at 5,000).
+/// threshold gives the same model.  `word_order`: the word model's final vocabulary (ids of
+/// `word_vocab`, which may also hold tokens PickyBPE deleted).  `word_vocab` becomes the
+/// result's (cloning it was 1.6 M instructions of a small training, taylorswift.txt at 5,000).
 pub fn train_superbpe(
     word_vocab: Vocab,
     word_order: &[TokenId],
