@@ -377,7 +377,10 @@
 //! the fresh pages saved); a tighter guess (32,768, one thread: phase 2 0.58 s cut at 186,
 //! 0.52 at 280, 0.46 at 370, where a miss costs a second cut, ~0.5 s: the margin of two
 //! stays); for SuperBPE, keeping freed memory between stages, or transparent huge pages off
-//! (`prctl`): no faster.
+//! (`prctl`): no faster; loading the record a held-back segment's slot points to before it is
+//! added (`perf` put 60% of `SeqCounter::flush`'s samples on reading that record), one or two
+//! segments ahead: slower, two threads, SuperBPE's phase 2 0.36-0.37 -> 0.39-0.40 s and
+//! BoundlessBPE's stage 3 0.50-0.51 -> 0.58-0.59 s.
 //!
 //! Round 12, small trainings (a helper; callgrind, a release build without LTO, one thread,
 //! taylorswift.txt at 5,000; each figure is one warm `superword.train` call with its Python
