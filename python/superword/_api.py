@@ -273,8 +273,8 @@ def train(inputs: Any = None, vocab_size: int = 32768, algorithm: str = "boundle
     tally = _inputs.Tally()
     start = time.perf_counter()
     # a list of str documents goes to the core as it is, which counts what the tally would (see
-    # train_docs; resolving it as inputs, a stat() of its first document, took 20 µs)
-    listed = backend == "rust" and _document_list(inputs)
+    # train_docs; resolved as inputs, every document passed through the tally's generator)
+    listed = backend == "rust" and _inputs.is_document_list(inputs)
     paths, documents = (None, inputs) if listed else _inputs.resolve_inputs(inputs, text_field, tally)
     if backend == "rust":
         core = _core_module()
@@ -309,12 +309,6 @@ def train(inputs: Any = None, vocab_size: int = 32768, algorithm: str = "boundle
     tok.provenance = _provenance.make(algorithm, settings, inputs_record, tok.training_stats,
                                       time.perf_counter() - start)
     return tok
-
-
-def _document_list(inputs: Any) -> bool:
-    """Are ``inputs`` a list or tuple of ``str`` documents (not of paths)?"""
-    return (type(inputs) in (list, tuple) and set(map(type, inputs)) == {str}
-            and not _inputs._looks_like_a_path(inputs[0]))
 
 
 def _train_via_counts(inputs: Any, counts: Any, options: dict[str, Any], script_aware: bool,

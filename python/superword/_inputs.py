@@ -152,6 +152,13 @@ def resolve_inputs(inputs: object, text_field: str = "text", tally: Tally | None
     return None, documents_of(paths, None, text_field, tally)
 
 
+def is_document_list(inputs: object) -> bool:
+    """Is ``inputs`` a list or tuple of ``str`` documents, not of file names (the rule of
+    :func:`resolve_inputs`)?"""
+    return (isinstance(inputs, (list, tuple)) and type(inputs) in (list, tuple)
+            and set(map(type, inputs)) == {str} and not _looks_like_a_path(inputs[0]))
+
+
 def iter_documents(inputs: object, text_field: str = "text") -> Iterator[str]:
     """All documents of ``inputs`` in order (see :func:`resolve_inputs`)."""
     return documents_of(*resolve_inputs(inputs, text_field), text_field)

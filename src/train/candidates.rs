@@ -510,13 +510,12 @@ impl PairFilter {
     }
 }
 
-/// The pairs of two different tokens that occur more than `threshold` times in `source`, as
-/// [`pair_key`]s: those that pass `filter` (made for the same threshold), counted exactly in
-/// a small table.  The result is the exact set whatever the filter's collisions: they only let
-/// more pairs into the count.
+/// The pairs of two different tokens that occur more than the threshold of `filter` times in
+/// `source`, as [`pair_key`]s: those that pass the filter, counted exactly in a small table.
+/// The result is the exact set whatever the filter's collisions: they only let more pairs
+/// into the count.
 fn strong_pairs<S: Source + ?Sized>(
     source: &S,
-    threshold: u64,
     filter: &PairFilter,
 ) -> hashbrown::HashSet<u64, FxBuildHasher> {
     let tables: Vec<Table<u64, u64>> = (0..source.parts())
@@ -535,7 +534,7 @@ fn strong_pairs<S: Source + ?Sized>(
         .collect();
     add_up(tables, |a, b| *a += b)
         .into_iter()
-        .filter(|&(_, c)| c > threshold)
+        .filter(|&(_, c)| c > filter.threshold)
         .map(|(key, _)| key)
         .collect()
 }
@@ -599,7 +598,7 @@ fn cut_source<S: Source + ?Sized>(
     let threshold = filter.threshold;
     let mut cut = match cutting {
         Cutting::Exact => {
-            let strong = strong_pairs(source, threshold, &filter);
+            let strong = strong_pairs(source, &filter);
             drop(filter);
             cut_where(source, n_tokens, |a, b| !strong.contains(&pair_key(a, b)))
         }
@@ -754,7 +753,7 @@ mod tests {
                     per: 1 + next(20) as usize,
                 };
                 let filter = PairFilter::new(&source, Threshold::At(threshold), bits);
-                let mut got: Vec<u64> = strong_pairs(&source, threshold, &filter).into_iter().collect();
+                let mut got: Vec<u64> = strong_pairs(&source, &filter).into_iter().collect();
                 // the filter never calls a strong pair weak
                 assert!(expected
                     .iter()
