@@ -321,8 +321,8 @@ pub fn count_documents(
     pool.install(|| counter.finish())
 }
 
-/// How many pieces per table [`Counter::add_batch`] cuts a batch into (pieces of 1 MB for a
-/// block of 32 MB on two threads).
+/// How many pieces per table [`Counter::add_batch`] cuts a batch into (pieces of 256 KB for a
+/// block of 8 MB on two threads).
 const PIECES_PER_TABLE: usize = 16;
 
 /// `docs` cut into at most `n` runs of documents of about equal bytes (none empty).
