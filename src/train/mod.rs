@@ -760,8 +760,8 @@ fn train_counted(counts: Counts, config: &Config, control: &dyn Control, stats: 
         }
         (Algorithm::SuperBpe(n), Stage3::Whole(candidates)) => {
             // the first cut is at a guess of the supermerges' counts (see
-            // `candidates::guess`): if they fall that low, the candidates are cut again at an
-            // eighth of it, then not at all (any threshold gives the same model).  Few
+            // `candidates::guess`): if they fall that low, the candidates are cut again at a
+            // quarter of it, and so on, then not at all (any threshold gives the same model).  Few
             // candidates are not cut at all (see `SMALL_CANDIDATES`).
             let first_cut = match threshold {
                 Some(_) if candidates.tokens() >= SMALL_CANDIDATES => Some(Threshold::Guess(n)),

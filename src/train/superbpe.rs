@@ -5,8 +5,10 @@
 //! `candidates::guess`): the candidates are cut where a pair of two different tokens occurs
 //! at most `t` times (there, or at some of those places: see `candidates::Cutting`), which
 //! cannot change a choice while the best pair counts more than `t`.  If SuperBPE still needs
-//! supermerges when the best count has fallen to `t`, the candidates are cut again at `t / 8`
-//! (then not at all), the supermerges so far replayed on them, and training goes on exactly.
+//! supermerges when the best count has fallen to `t`, the candidates are cut again at `t / 4`
+//! (and so on, then not at all), the supermerges so far replayed on them, and training goes on
+//! exactly.  (A quarter: a guess that misses most likely misses by little, see
+//! `candidates::guess`; an eighth before round 13, with a guess half as high.)
 //!
 //! The candidates usually come as stage 3 flattened them from the letter runs, not added up
 //! ([`FlatCandidates`]): the cut adds up its segments anyway, and the fallback merges the
@@ -67,7 +69,7 @@ pub struct SuperBpe {
 }
 
 /// `first_cut`: where to cut the candidates first (`None`: do not cut); if the best pair falls
-/// to that threshold, the candidates are cut again at an eighth of it, then not at all.  Any
+/// to that threshold, the candidates are cut again at a quarter of it (and so on), then not at all.  Any
 /// threshold gives the same model.  `word_order`: the word model's final vocabulary (ids of
 /// `word_vocab`, which may also hold tokens PickyBPE deleted).  `word_vocab` becomes the
 /// result's (cloning it was 1.6 M instructions of a small training, taylorswift.txt at 5,000).
@@ -107,7 +109,7 @@ pub fn train_superbpe(
                 // pairs that were cut away may matter now: continue on the candidates cut
                 // lower, or uncut, with the supermerges so far replayed (none of them
                 // straddles a lower cut: each counted more than `t`)
-                let lower = (t / 8 > 0).then_some(Threshold::At(t / 8));
+                let lower = (t / 4 > 0).then_some(Threshold::At(t / 4));
                 (state, alone, cut_at) = state_at(lower, &vocab)?;
                 for (m, &id) in supermerges.iter().zip(&merged_ids) {
                     state.merge(m.pair, id, &vocab);
