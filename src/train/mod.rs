@@ -408,6 +408,31 @@
 //! decides; the heap holds 2,100-6,000 entries, 35-60% live), counting 0.85 ms, and ~0.19 ms
 //! outside the stages, most of it Python running on caches the training emptied (the
 //! provenance's `strftime` alone ~30 µs after a training, 2 µs warm).
+//!
+//! Round 13 (issue 12), 100 MB of Gutenberg, two threads, builds interleaved (medians).
+//! Counting: a timeline of BPE's batches at 32,768 showed the workers idle about 0.05 of
+//! 0.27 s: waiting for the first 32 MB block (0.03 s), for the calling thread to split each
+//! block into lines (8-10 ms between batches), and for the slower share of a batch (up to 40%
+//! slower, its bytes holding more new pretokens).  Now the first block is 1 MB and blocks
+//! double (`crate::input`), the reader finds the lines, and each worker takes pieces of a batch
+//! as it goes (`crate::count`): counting 0.273 -> 0.251 s (nine runs).  Blocks are 8 MB instead
+//! of 32: `perf` put 0.1 s of CPU time on the kernel zeroing the block buffers' pages under
+//! `read`, and counting took 0.353 -> 0.263 s, peak RSS 215 -> 167 MB (nine runs, a noisy
+//! hour).  Stage 3 adds up segments of two tokens in a table of pairs (`candidates::aggregate`:
+//! half of SuperBPE's segments, few distinct): SuperBPE's phase 2 0.380 -> 0.369 s,
+//! BoundlessBPE's peak RSS 306 -> 290 MB.  SuperBPE's first cut is at three quarters of the
+//! filter's `4n`-th counter instead of half (`candidates::guess`, with the 62 trainings behind
+//! it): phase 2 0.414 -> 0.336 s at 32,768 and 0.933 -> 0.726 s at 131,072.  Where SuperBPE's
+//! time goes now at 32,768: counting 0.30 s, phase 1 0.23, stage 3 0.11, phase 2 0.34 (the
+//! filter 0.05, cutting and adding up the segments 0.18-0.20 at the old guess, set-up 0.05, the
+//! merge loop 0.1).  Phase 1 is serial: BPE's merges at 32,768 take 0.2 s on one thread or two;
+//! merges of fewer than `PARALLEL_MERGE` words (almost all of them) spend 0.10 s rewriting
+//! and 0.05 s applying the changes, on the calling thread.  Tried and dropped: a lower
+//! `PARALLEL_MERGE` (1,024: 0.20 s, the same; 256: 0.23-0.26 s: rewriting a few hundred words
+//! on two threads costs more than it saves); the records of a `.jsonl` file parsed by the
+//! reader instead of between batches (100 MB as JSONL: counting 0.381 -> 0.380 s, peak RSS
+//! +20 MB: on two cores the reader's parsing takes the workers' time); a pair's two filter
+//! counters in one word from one multiplication (SuperBPE's phase 2 0.385 -> 0.394 s, noise).
 
 pub mod boundless;
 pub mod bpe;
