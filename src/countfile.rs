@@ -554,17 +554,17 @@ impl<'a> Reader<'a> {
 mod tests {
     use super::*;
     use crate::count::count_documents;
-    use crate::input::Documents;
+    use crate::input::{Batch, Documents};
     use crate::pretokenize::{Pretokenizer, GPT4O, MERGE_PATTERN};
     use crate::train::Silent;
 
     struct Docs(Vec<String>);
 
     impl Documents for Docs {
-        fn for_each_batch(&mut self, f: &mut dyn FnMut(&[&str]) -> Result<()>) -> Result<()> {
+        fn for_each_batch(&mut self, f: &mut dyn FnMut(Batch<'_>) -> Result<()>) -> Result<()> {
             let docs: Vec<&str> = self.0.iter().map(String::as_str).collect();
             for chunk in docs.chunks(3) {
-                f(chunk)?;
+                f(Batch::Texts(chunk))?;
             }
             Ok(())
         }

@@ -115,11 +115,80 @@ fn jsonl_text(line: &str, path: &str, number: usize, field: &str) -> Result<Opti
     }
 }
 
+/// A batch of documents: the texts themselves, or the lines of a `.jsonl` file, each a record
+/// holding one (or blank).  Records are parsed where the batch is counted, in parallel (see
+/// `count::Counter::add_batch`).  (Round 13, issue 12: they were parsed on the calling thread
+/// between batches, 0.15 s per 100 MB that no other thread could share.)
+#[derive(Clone, Copy)]
+pub enum Batch<'a> {
+    Texts(&'a [&'a str]),
+    Records {
+        lines: &'a [&'a str],
+        /// the field that holds the text
+        field: &'a str,
+        /// the file, and how many lines came before these, for the errors
+        path: &'a str,
+        first_line: usize,
+    },
+}
+
+impl Batch<'_> {
+    /// How many lines or texts.
+    pub fn len(&self) -> usize {
+        match self {
+            Batch::Texts(texts) => texts.len(),
+            Batch::Records { lines, .. } => lines.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The bytes of line or text `i`.
+    pub fn bytes_of(&self, i: usize) -> usize {
+        match self {
+            Batch::Texts(texts) => texts[i].len(),
+            Batch::Records { lines, .. } => lines[i].len(),
+        }
+    }
+
+    /// Call `f` with the document of line or text `i`, if it has one (a blank line has none);
+    /// a bad record is an error naming its file and line.  Returns whether it had one.
+    #[inline]
+    pub fn document(&self, i: usize, f: impl FnOnce(&str) -> Result<()>) -> Result<bool> {
+        match self {
+            Batch::Texts(texts) => f(texts[i]).map(|()| true),
+            Batch::Records {
+                lines,
+                field,
+                path,
+                first_line,
+            } => match jsonl_text(lines[i], path, first_line + i + 1, field)? {
+                Some(text) => f(&text).map(|()| true),
+                None => Ok(false),
+            },
+        }
+    }
+
+    /// Every document, in order (parsed on this thread).
+    pub fn documents(&self) -> Result<Vec<String>> {
+        let mut out = Vec::with_capacity(self.len());
+        for i in 0..self.len() {
+            self.document(i, |d| {
+                out.push(d.to_string());
+                Ok(())
+            })?;
+        }
+        Ok(out)
+    }
+}
+
 /// A stream of training documents, handed over a batch at a time (stage 1 counts each batch
 /// in parallel).  Files, in-memory lists and (at the seam) Python iterators are sources.
 pub trait Documents {
     /// Call `f` with successive batches of documents, until the source is exhausted.
-    fn for_each_batch(&mut self, f: &mut dyn FnMut(&[&str]) -> Result<()>) -> Result<()>;
+    fn for_each_batch(&mut self, f: &mut dyn FnMut(Batch<'_>) -> Result<()>) -> Result<()>;
 
     /// May the source read ahead on a thread of its own while `f` works?  Stage 1 allows it
     /// when it counts on more than one thread.  Only files do.
@@ -148,22 +217,24 @@ pub fn take_batch<E>(
 pub struct Batches<F>(pub F);
 
 impl<F: FnMut() -> Result<Vec<String>>> Documents for Batches<F> {
-    fn for_each_batch(&mut self, f: &mut dyn FnMut(&[&str]) -> Result<()>) -> Result<()> {
+    fn for_each_batch(&mut self, f: &mut dyn FnMut(Batch<'_>) -> Result<()>) -> Result<()> {
         loop {
             let batch = (self.0)()?;
             if batch.is_empty() {
                 return Ok(());
             }
-            f(&batch.iter().map(String::as_str).collect::<Vec<_>>())?;
+            f(Batch::Texts(
+                &batch.iter().map(String::as_str).collect::<Vec<_>>(),
+            ))?;
         }
     }
 }
 
 /// Documents in memory, in one batch.
 impl Documents for [String] {
-    fn for_each_batch(&mut self, f: &mut dyn FnMut(&[&str]) -> Result<()>) -> Result<()> {
+    fn for_each_batch(&mut self, f: &mut dyn FnMut(Batch<'_>) -> Result<()>) -> Result<()> {
         let docs: Vec<&str> = self.iter().map(String::as_str).collect();
-        f(&docs)
+        f(Batch::Texts(&docs))
     }
 }
 
@@ -195,7 +266,7 @@ pub const BLOCK_BYTES: usize = 8 << 20;
 pub const ITERATOR_BATCH_BYTES: usize = 8 << 20;
 
 impl Documents for Files {
-    fn for_each_batch(&mut self, f: &mut dyn FnMut(&[&str]) -> Result<()>) -> Result<()> {
+    fn for_each_batch(&mut self, f: &mut dyn FnMut(Batch<'_>) -> Result<()>) -> Result<()> {
         let stop = self.stop.as_deref();
         let (paths, field) = (&self.paths, &self.text_field);
         if self.read_ahead {
@@ -323,12 +394,13 @@ fn read_blocks(
 }
 
 /// Give the documents of one block to `f`: its lines (without `\n` or `\r\n`), or for a
-/// `.jsonl` file the `text_field` of each record.
+/// `.jsonl` file its lines as records whose `text_field` is the document (parsed by `f`, see
+/// [`Batch`]).
 fn hand_over(
     block: &Block,
     path: &str,
     text_field: &str,
-    f: &mut dyn FnMut(&[&str]) -> Result<()>,
+    f: &mut dyn FnMut(Batch<'_>) -> Result<()>,
 ) -> Result<()> {
     let is_jsonl = {
         let lower = path.to_lowercase();
@@ -348,16 +420,14 @@ fn hand_over(
         lines.push(&text[start..]);
     }
     if is_jsonl {
-        let mut owned = Vec::with_capacity(lines.len());
-        for (i, l) in lines.iter().enumerate() {
-            if let Some(t) = jsonl_text(l, path, block.first_line + i + 1, text_field)? {
-                owned.push(t);
-            }
-        }
-        let docs: Vec<&str> = owned.iter().map(String::as_str).collect();
-        f(&docs)
+        f(Batch::Records {
+            lines: &lines,
+            field: text_field,
+            path,
+            first_line: block.first_line,
+        })
     } else {
-        f(&lines)
+        f(Batch::Texts(&lines))
     }
 }
 
@@ -376,7 +446,7 @@ pub fn for_each_batch(
     text_field: &str,
     batch_bytes: usize,
     stop: Option<&AtomicBool>,
-    f: &mut dyn FnMut(&[&str]) -> Result<()>,
+    f: &mut dyn FnMut(Batch<'_>) -> Result<()>,
 ) -> Result<()> {
     // (one buffer, given back by `send` and taken again by `spare`)
     let returned: std::cell::Cell<Option<Vec<u8>>> = std::cell::Cell::new(None);
@@ -397,7 +467,7 @@ pub fn for_each_batch_ahead(
     text_field: &str,
     batch_bytes: usize,
     stop: Option<&AtomicBool>,
-    f: &mut dyn FnMut(&[&str]) -> Result<()>,
+    f: &mut dyn FnMut(Batch<'_>) -> Result<()>,
 ) -> Result<()> {
     std::thread::scope(|scope| {
         // a rendezvous channel: the reader fills one block ahead, then waits
@@ -438,8 +508,13 @@ pub fn for_each_batch_ahead(
 mod tests {
     use super::*;
 
-    type Reader =
-        fn(&[String], &str, usize, Option<&AtomicBool>, &mut dyn FnMut(&[&str]) -> Result<()>) -> Result<()>;
+    type Reader = fn(
+        &[String],
+        &str,
+        usize,
+        Option<&AtomicBool>,
+        &mut dyn FnMut(Batch<'_>) -> Result<()>,
+    ) -> Result<()>;
 
     /// Every batch `read` hands over, or its error.
     fn batches(
@@ -448,8 +523,8 @@ mod tests {
         batch_bytes: usize,
     ) -> std::result::Result<Vec<Vec<String>>, String> {
         let mut out = Vec::new();
-        read(paths, "text", batch_bytes, None, &mut |docs| {
-            out.push(docs.iter().map(|d| d.to_string()).collect());
+        read(paths, "text", batch_bytes, None, &mut |batch| {
+            out.push(batch.documents()?);
             Ok(())
         })
         .map_err(|e| format!("{e:?}"))?;
