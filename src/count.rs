@@ -391,9 +391,13 @@ impl<'a> Counter<'a> {
         self.tables.par_iter_mut().for_each(|table| {
             let mut run = Vec::new();
             loop {
+                // (after an error, no more pieces: those not taken yet all come after its
+                // piece, and a piece taken is always counted to its end or to its own error)
+                if failed.load(Relaxed) {
+                    return;
+                }
                 let i = next.fetch_add(1, Relaxed);
-                // (a piece taken after an error comes after the error's piece)
-                let Some(piece) = pieces.get(i).filter(|_| !failed.load(Relaxed)) else {
+                let Some(piece) = pieces.get(i) else {
                     return;
                 };
                 let mut found = 0;
