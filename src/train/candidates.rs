@@ -252,6 +252,10 @@ type Table<K, V> = hashbrown::HashMap<K, V, FxBuildHasher>;
 /// instead (each thread adds up a share of them).
 const SEGMENTS: &str = "the supermerge candidates of one thread (use more threads)";
 
+/// A shard of [`aggregate`]'s sums: keys of three or more tokens, and pairs ([`pair_key`]
+/// with the flag in the top bit).
+type Shard = (SeqCounter, Table<u64, u64>);
+
 /// Aggregate what every part of `source` yields into `shards` tables (parts in parallel, each
 /// with its own `init()` state), then add them up shard by shard (in parallel).  `each` calls
 /// `emit(key, flag, count)` for each thing to count in one candidate.  Returns the sums, one
@@ -264,14 +268,10 @@ const SEGMENTS: &str = "the supermerge candidates of one thread (use more thread
 /// 1.03 -> 0.87 s, of which adding up the segments was 0.42-0.45 s; peak RSS 330 -> 305 MB.)
 /// Round 13: a key of two tokens is added up in a hash table of pairs instead, its tokens
 /// and flag in one word with its count beside them (a slot, no record to compare): half the
-/// segments of SuperBPE's first cut are pairs (1.71 M of 3.44 M at 100 MB/32,768), but only
+/// segments of SuperBPE's first cut are pairs (1.71 M of 3.44 M at 100 MB/32,768, cut at 186), but only
 /// 16,475 distinct ones, a table that stays in cache.  SuperBPE's phase 2 at 100 MB/32,768,
 /// two threads, medians of five interleaved runs: 0.380 -> 0.369 s; BoundlessBPE's peak RSS
 /// 306 -> 290 MB.
-/// A shard of [`aggregate`]'s sums: keys of three or more tokens, and pairs ([`pair_key`]
-/// with the flag in the top bit).
-type Shard = (SeqCounter, Table<u64, u64>);
-
 fn aggregate<'s, S: Source + ?Sized, A: Send>(
     source: &'s S,
     shards: usize,
@@ -572,8 +572,9 @@ pub enum Threshold {
 /// A threshold for `n` supermerges, from a pair filter's `counters`: three quarters of the
 /// `4n`-th largest counter.  A counter holds about one strong pair's count (and the noise of
 /// weak pairs), each pair two counters, so that is about three quarters of the count of the
-/// `2n`-th most frequent pair: most supermerges count more.  (Round 12, issue 12.  The guess was four times the smallest
-/// regular merge's count, which does not follow the supermerges: 100 MB of Gutenberg cut at
+/// `2n`-th most frequent pair: most supermerges count more.  (Round 12, issue 12.  The guess
+/// was four times the smallest regular merge's count, which does not follow the
+/// supermerges: 100 MB of Gutenberg cut at
 /// 196 for a 2,048th supermerge counting 380 at 32,768, at 12 for 106 at 131,072, and at
 /// 1,804 for 1,300 at 8,192, a miss and a second cut.  The `4n`-th counter was 373, 116 and
 /// 1,160 there, within a tenth of the `n`-th supermerge's count each time, so half of it
@@ -584,7 +585,8 @@ pub enum Threshold {
 /// little margin for the next corpus.  A miss costs a second cut, lower, never the model.)
 ///
 /// Round 13: three quarters instead of half, from the ratio of the `n`-th supermerge's count
-/// to the `4n`-th counter over 62 trainings (two threads): the 11 multilingual samples at
+/// to the `4n`-th counter over 62 trainings, 47 of which made a guess (two threads; the others
+/// had too few candidates, or phase 1 ran out of pairs): the 11 multilingual samples at
 /// 8,192 (512 and 1,024 supermerges), 16,384 (1,024) and 32,768 (2,048 and 4,096), 1.25 to
 /// 3.0 wherever a guess was made; Gutenberg, 20 MB at 8,192 to 131,072 (512 to 16,384
 /// supermerges) and 100 MB at 8,192 to 262,144, 1.15 falling with the vocabulary to 0.87

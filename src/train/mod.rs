@@ -421,7 +421,7 @@
 //! hour).  Stage 3 adds up segments of two tokens in a table of pairs (`candidates::aggregate`:
 //! half of SuperBPE's segments, few distinct): SuperBPE's phase 2 0.380 -> 0.369 s,
 //! BoundlessBPE's peak RSS 306 -> 290 MB.  SuperBPE's first cut is at three quarters of the
-//! filter's `4n`-th counter instead of half (`candidates::guess`, with the 62 trainings behind
+//! filter's `4n`-th counter instead of half (`candidates::guess`, with the 47 trainings behind
 //! it): phase 2 0.414 -> 0.336 s at 32,768 and 0.933 -> 0.726 s at 131,072.  Where SuperBPE's
 //! time goes now at 32,768: counting 0.30 s, phase 1 0.23, stage 3 0.11, phase 2 0.34 (the
 //! filter 0.05, cutting and adding up the segments 0.18-0.20 at the old guess, set-up 0.05, the
