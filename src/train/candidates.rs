@@ -630,23 +630,25 @@ fn cut_source<S: Source + ?Sized>(
     // stay in cache for step 2)
     let filter = PairFilter::new(source, threshold, filter_bits(source));
     let threshold = filter.threshold;
-    let mut cut = match cutting {
+    match cutting {
         Cutting::Exact => {
             let strong = strong_pairs(source, &filter);
             drop(filter);
-            cut_where(source, n_tokens, |a, b| !strong.contains(&pair_key(a, b)))
+            cut_where(source, threshold, n_tokens, |a, b| {
+                !strong.contains(&pair_key(a, b))
+            })
         }
-        Cutting::Filtered => cut_where(source, n_tokens, |a, b| !filter.may_be_strong(a, b)),
-    }?;
-    cut.threshold = threshold;
-    Ok(cut)
+        Cutting::Filtered => cut_where(source, threshold, n_tokens, |a, b| !filter.may_be_strong(a, b)),
+    }
 }
 
 /// Step 2 of [`cut_source`]: cut every candidate where two different tokens meet that `weak`
 /// says to cut at, part by part in parallel, and add the segments up; a token standing alone
-/// only adds to its count.
+/// only adds to its count.  `threshold` is the one `weak` was made for (recorded in the
+/// result).
 fn cut_where<S: Source + ?Sized>(
     source: &S,
+    threshold: u64,
     n_tokens: usize,
     weak: impl Fn(TokenId, TokenId) -> bool + Sync,
 ) -> Result<CutCandidates> {
@@ -678,7 +680,7 @@ fn cut_where<S: Source + ?Sized>(
     Ok(CutCandidates {
         segments: lists,
         alone: total,
-        threshold: 0,
+        threshold,
     })
 }
 

@@ -597,23 +597,18 @@ fn word_model(settings: &Settings, w: &WordModel) -> Model {
     }
 }
 
-/// The first `n` items of `v`, moved.  (Cloning the word model's merges, two vectors of
-/// bytes each, was a tenth of BoundlessBPE's and SuperBPE's work after phase 1 on a small
-/// training; they move too, see `boundless_model`.)
-fn truncated<T>(mut v: Vec<T>, n: usize) -> Vec<T> {
-    v.truncate(n);
-    v
-}
-
 /// The BoundlessBPE model from phase 2's result; `merges` and `deletions` are the word
-/// model's.
+/// model's, moved and cut to what phase 2 used.  (Cloning the word model's merges, two
+/// vectors of bytes each, was a tenth of BoundlessBPE's and SuperBPE's work after phase 1
+/// on a small training.)
 fn boundless_model(
     config: &Config,
-    (mut merges, deletions): (Merges, Vec<Deletion>),
+    (mut merges, mut deletions): (Merges, Vec<Deletion>),
     b: Boundless,
     ngrams: Option<Vec<Vec<Vec<u8>>>>,
 ) -> Model {
     merges.truncate(b.used);
+    deletions.truncate(b.deletions_used);
     Model {
         kind: Kind::Boundless,
         settings: config.settings.clone(),
@@ -624,7 +619,7 @@ fn boundless_model(
         supermerges: to_bytes(&b.phase2_vocab, &b.supermerges),
         special_tokens: Vec::new(),
         ngrams,
-        deletions: truncated(deletions, b.deletions_used),
+        deletions,
     }
 }
 
