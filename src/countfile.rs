@@ -99,6 +99,30 @@ fn overflow(what: &str) -> Error {
     ))
 }
 
+/// Refuse counts that training could not add up in 64 bits.  Every count training sums (a
+/// pair's, a token's, a candidate's, SPEC 2.3 and 8) is at most the pretokens' bytes and
+/// the runs' pretokens, each times its count, all added up: a count file of a real corpus
+/// holds its size in bytes there, far below 2^64, but a crafted one (a pretoken of 1,000
+/// bytes counted 2^62 times) made pair counts wrap, and phase 1 then merged without end
+/// until memory ran out.  Checked wherever counts come from outside the counting of text: a
+/// count file read, and a sum of count tables.
+fn check_total(words: &[(Box<str>, u64)], runs: &[(Box<[u32]>, u64)]) -> Result<()> {
+    let words = words.iter().map(|(w, c)| (w.len() as u64, *c));
+    let runs = runs.iter().map(|(r, c)| (r.len() as u64, *c));
+    words
+        .chain(runs)
+        .try_fold(0u64, |total, (len, c)| total.checked_add(len.checked_mul(c)?))
+        .map(|_| ())
+        .ok_or_else(|| {
+            Error::Value(
+                "the counts are too large to train on: the pretokens' bytes and the runs' \
+                 pretokens, each times its count, add up to over 18,446,744,073,709,551,615, \
+                 so pair counts could overflow 64 bits"
+                    .into(),
+            )
+        })
+}
+
 /// Runs in the ids of one table, with that table's map from its ids to indices into the words.
 type Part = (Vec<u32>, Vec<(Box<[u32]>, u64)>);
 
@@ -223,7 +247,9 @@ impl CountTable {
             parts.push((remap, t.runs.clone()));
         }
         drop(index);
-        canonical(first.settings.clone(), documents, pretokens, words, parts)
+        let table = canonical(first.settings.clone(), documents, pretokens, words, parts)?;
+        check_total(&table.words, &table.runs)?;
+        Ok(table)
     }
 
     /// Only the pretokens and runs counted at least `min_count` times.  (A run is never
@@ -540,6 +566,7 @@ impl<'a> Reader<'a> {
         if self.left() != 0 {
             return Err(self.bad("bytes after the last section"));
         }
+        check_total(&words, &runs)?;
         Ok(CountTable {
             settings,
             documents,

@@ -127,6 +127,30 @@ def test_counts_that_would_overflow_are_refused_not_wrapped(tmp_path, backend):
         superword.merge_counts([tmp_path / "big.swc", tmp_path / "one.swc"], backend=backend)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_counts_whose_pair_counts_could_overflow_are_refused(tmp_path, backend):
+    # each count fits in 64 bits, but a pair's count is a sum of counts times occurrences: a
+    # pretoken of 1,000 bytes counted 2^62 times made the Rust core's pair counts wrap, and
+    # phase 1 merged without end until memory ran out
+    too_large = "the counts are too large to train on"
+    cases = {
+        "long.swc": _file({"a" * 1000: 2**62}, {}),
+        "runs.swc": _file({" a": 2**61, " b": 2**61}, {(" a", " b"): 2**63}),
+    }
+    for name, data in cases.items():
+        (tmp_path / name).write_bytes(data)
+        with pytest.raises(ValueError, match=rf"{name}: {too_large}"):
+            superword.load_counts(tmp_path / name, backend=backend)
+        with pytest.raises(ValueError, match=rf"{name}: {too_large}"):
+            superword.train(counts=str(tmp_path / name), vocab_size=300, algorithm="bpe", backend=backend)
+    # two files that are fine alone, but not summed: 2 bytes x 3 * 2^61, twice
+    (tmp_path / "half.swc").write_bytes(_file({"ab": 3 * 2**61}, {}))
+    half = superword.load_counts(tmp_path / "half.swc", backend=backend)
+    assert half.most_common() == [("ab", 3 * 2**61)]
+    with pytest.raises(ValueError, match=too_large):
+        superword.merge_counts([tmp_path / "half.swc", tmp_path / "half.swc"], backend=backend)
+
+
 def _with_crc(data: bytes) -> bytes:
     return data[:-4] + struct.pack("<I", zlib.crc32(data[:-4]))
 

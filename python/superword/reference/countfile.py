@@ -277,6 +277,7 @@ def from_bytes(data: bytes) -> tuple[CountSettings, Counts]:
         last = list(run)
     if r.left():
         raise r.bad("bytes after the last section")
+    _check_total(counts)
     return settings, counts
 
 
@@ -286,6 +287,19 @@ def from_bytes(data: bytes) -> tuple[CountSettings, Counts]:
 def _overflow(what: str) -> ValueError:
     return ValueError(f"the {what} overflow 64 bits when summed (over 18,446,744,073,709,551,615); "
                       f"refusing to wrap them")
+
+
+def _check_total(counts: Counts) -> None:
+    """Refuse counts whose sums in training could pass 64 bits (the Rust core adds them up in
+    64 bits): every pair, token or candidate count is at most the pretokens' bytes and the
+    runs' pretokens, each times its count, all added up.  A real corpus's size in bytes; only a
+    crafted file comes near 2^64."""
+    total = sum(len(w.encode()) * c for w, c in counts.words.items())
+    total += sum(len(r) * c for r, c in counts.runs.items())
+    if total > MAX_COUNT:
+        raise ValueError("the counts are too large to train on: the pretokens' bytes and the "
+                         "runs' pretokens, each times its count, add up to over "
+                         "18,446,744,073,709,551,615, so pair counts could overflow 64 bits")
 
 
 def merge(tables: Sequence[tuple[CountSettings, Counts]], names: Sequence[str]
@@ -315,6 +329,7 @@ def merge(tables: Sequence[tuple[CountSettings, Counts]], names: Sequence[str]
             out.runs[run] = total = out.runs.get(run, 0) + n
             if total > MAX_COUNT:
                 raise _overflow("run counts")
+    _check_total(out)
     return first, out
 
 
