@@ -50,18 +50,6 @@ fn py_isspace(c: char) -> bool {
     c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
 }
 
-fn python_type(v: &serde_json::Value) -> &'static str {
-    match v {
-        serde_json::Value::Null => "NoneType",
-        serde_json::Value::Bool(_) => "bool",
-        serde_json::Value::Number(n) if n.is_f64() => "float",
-        serde_json::Value::Number(_) => "int",
-        serde_json::Value::String(_) => "str",
-        serde_json::Value::Array(_) => "list",
-        serde_json::Value::Object(_) => "dict",
-    }
-}
-
 fn open(path: &str) -> Result<Box<dyn Read>> {
     let file = File::open(path).map_err(|e| match e.kind() {
         ErrorKind::NotFound => Error::NotFound(format!("training input vanished while reading: {path}")),
@@ -76,36 +64,163 @@ fn open(path: &str) -> Result<Box<dyn Read>> {
     })
 }
 
+/// What a JSONL record holds, read without building it: the text field's value (the last
+/// one, as Python's `json` keeps it when a key repeats) and the first 8 keys, for errors.
+/// The other fields are only checked to be JSON: a number out of a double's range there
+/// (`1e400`) is accepted, as Python's `json` accepts it, where building the whole record
+/// refused it; and no map of fields is built per record.
+enum Record {
+    /// a JSON object: the text field's value, if present, and the first keys
+    Object(Option<Value>, Vec<String>),
+    /// something else at the top level, by its Python type name
+    Other(&'static str),
+}
+
+/// The text field's value: a string, or the Python type name of anything else.
+enum Value {
+    Text(String),
+    Other(&'static str),
+}
+
+/// Reads one JSON value as a [`Value`] (its type name unless it is a string).
+struct ValueVisitor;
+
+impl<'de> serde::de::Visitor<'de> for ValueVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_str<E>(self, v: &str) -> std::result::Result<Value, E> {
+        Ok(Value::Text(v.to_string()))
+    }
+    fn visit_string<E>(self, v: String) -> std::result::Result<Value, E> {
+        Ok(Value::Text(v))
+    }
+    fn visit_bool<E>(self, _: bool) -> std::result::Result<Value, E> {
+        Ok(Value::Other("bool"))
+    }
+    fn visit_i64<E>(self, _: i64) -> std::result::Result<Value, E> {
+        Ok(Value::Other("int"))
+    }
+    fn visit_u64<E>(self, _: u64) -> std::result::Result<Value, E> {
+        Ok(Value::Other("int"))
+    }
+    fn visit_i128<E>(self, _: i128) -> std::result::Result<Value, E> {
+        Ok(Value::Other("int"))
+    }
+    fn visit_u128<E>(self, _: u128) -> std::result::Result<Value, E> {
+        Ok(Value::Other("int"))
+    }
+    fn visit_f64<E>(self, _: f64) -> std::result::Result<Value, E> {
+        Ok(Value::Other("float"))
+    }
+    fn visit_unit<E>(self) -> std::result::Result<Value, E> {
+        Ok(Value::Other("NoneType"))
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Value, A::Error> {
+        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        Ok(Value::Other("list"))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> std::result::Result<Value, A::Error> {
+        while map
+            .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+            .is_some()
+        {}
+        Ok(Value::Other("dict"))
+    }
+}
+
+impl<'de> serde::de::Deserialize<'de> for Value {
+    fn deserialize<D: serde::de::Deserializer<'de>>(d: D) -> std::result::Result<Value, D::Error> {
+        d.deserialize_any(ValueVisitor)
+    }
+}
+
+/// Reads a record's top level, keeping only the field `0`.
+struct RecordVisitor<'f>(&'f str);
+
+impl<'de> serde::de::Visitor<'de> for RecordVisitor<'_> {
+    type Value = Record;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON object")
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> std::result::Result<Record, A::Error> {
+        let (mut value, mut keys) = (None, Vec::new());
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            if key == self.0 {
+                value = Some(map.next_value::<Value>()?);
+            } else {
+                map.next_value::<serde::de::IgnoredAny>()?;
+            }
+            if keys.len() < 8 && !keys.iter().any(|k: &String| *k == key) {
+                keys.push(key.into_owned());
+            }
+        }
+        Ok(Record::Object(value, keys))
+    }
+    fn visit_str<E>(self, _: &str) -> std::result::Result<Record, E> {
+        Ok(Record::Other("str"))
+    }
+    fn visit_bool<E>(self, _: bool) -> std::result::Result<Record, E> {
+        Ok(Record::Other("bool"))
+    }
+    fn visit_i64<E>(self, _: i64) -> std::result::Result<Record, E> {
+        Ok(Record::Other("int"))
+    }
+    fn visit_u64<E>(self, _: u64) -> std::result::Result<Record, E> {
+        Ok(Record::Other("int"))
+    }
+    fn visit_i128<E>(self, _: i128) -> std::result::Result<Record, E> {
+        Ok(Record::Other("int"))
+    }
+    fn visit_u128<E>(self, _: u128) -> std::result::Result<Record, E> {
+        Ok(Record::Other("int"))
+    }
+    fn visit_f64<E>(self, _: f64) -> std::result::Result<Record, E> {
+        Ok(Record::Other("float"))
+    }
+    fn visit_unit<E>(self) -> std::result::Result<Record, E> {
+        Ok(Record::Other("NoneType"))
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Record, A::Error> {
+        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        Ok(Record::Other("list"))
+    }
+}
+
 /// The text of one JSONL line (`None` for a blank line).
 fn jsonl_text(line: &str, path: &str, number: usize, field: &str) -> Result<Option<String>> {
+    use serde::de::Deserializer as _;
     if line.chars().all(py_isspace) {
         return Ok(None);
     }
-    let value: serde_json::Value = serde_json::from_str(line).map_err(|e| {
-        if e.to_string().contains("surrogate") {
-            Error::Value(format!(
-                "{path}, line {number}: the record holds a lone surrogate escape (\\ud800-\\udfff); it cannot be encoded as UTF-8"
-            ))
-        } else {
-            Error::Value(format!("{path}, line {number}: not valid JSON ({e})"))
-        }
-    })?;
-    let serde_json::Value::Object(record) = value else {
-        return Err(Error::Value(format!(
-            "{path}, line {number}: expected a JSON object with a {} field, found {}",
+    let mut de = serde_json::Deserializer::from_str(line);
+    let record = de
+        .deserialize_any(RecordVisitor(field))
+        .and_then(|r| de.end().map(|()| r))
+        .map_err(|e| {
+            if e.to_string().contains("surrogate") {
+                Error::Value(format!(
+                    "{path}, line {number}: the record holds a lone surrogate escape (\\ud800-\\udfff); it cannot be encoded as UTF-8"
+                ))
+            } else {
+                Error::Value(format!("{path}, line {number}: not valid JSON ({e})"))
+            }
+        })?;
+    match record {
+        Record::Other(kind) => Err(Error::Value(format!(
+            "{path}, line {number}: expected a JSON object with a {} field, found {kind}",
             py_repr(field),
-            python_type(&value)
-        )));
-    };
-    match record.get(field) {
-        Some(serde_json::Value::String(s)) => Ok(Some(s.clone())),
-        Some(other) => Err(Error::Value(format!(
-            "{path}, line {number}: field {} is {}, not a string",
-            py_repr(field),
-            python_type(other)
         ))),
-        None => {
-            let fields: Vec<String> = record.keys().take(8).map(|k| py_repr(k)).collect();
+        Record::Object(Some(Value::Text(s)), _) => Ok(Some(s)),
+        Record::Object(Some(Value::Other(kind)), _) => Err(Error::Value(format!(
+            "{path}, line {number}: field {} is {kind}, not a string",
+            py_repr(field),
+        ))),
+        Record::Object(None, keys) => {
+            let fields: Vec<String> = keys.iter().map(|k| py_repr(k)).collect();
             Err(Error::Value(format!(
                 "{path}, line {number}: the record has no {} field (fields: {})",
                 py_repr(field),

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import gzip
+import json
+import re
 
 import pytest
 import superword
@@ -85,6 +87,37 @@ def test_bad_jsonl_lines_are_named(tmp_path, backend):
     path.write_text('{"text": 12}\n')
     with pytest.raises(ValueError, match=r"line 1: field 'text' is int"):
         superword.train(path, 300, backend=backend)
+
+
+def test_jsonl_records_read_as_pythons_json_reads_them(tmp_path):
+    # what the other fields hold is not checked beyond being JSON (a number beyond a double,
+    # 1e400, is valid JSON that Python's json reads); a repeated key keeps its last value; the
+    # fields an error lists come in the record's order; both backends say the same
+    good = ['{"meta": {"score": 1e400, "deep": [[[{"x": -0.0}]]]}, "text": "the cat sat"}',
+            '{"text": "first", "id": 7, "text": "second and last"}',
+            '{"text": "caf\\u00e9 \\ud83d\\ude00", "n": 12345678901234567890123}']
+    path = tmp_path / "good.jsonl"
+    path.write_text("\n".join(good) + "\n")
+    models = {b: superword.train(path, 300, backend=b).model_text() for b in ("reference", "rust")}
+    assert models["reference"] == models["rust"]
+    texts = [json.loads(line)["text"] for line in good]
+    assert models["rust"] == superword.train(texts, 300, backend="rust").model_text()
+    bad = {
+        '{"zeta": 1, "alpha": 2, "text2": 3}': "the record has no 'text' field (fields: 'zeta', 'alpha', 'text2')",
+        '{"text": 1.5}': "field 'text' is float, not a string",
+        '{"text": null}': "field 'text' is NoneType, not a string",
+        '{"text": {"a": 1}}': "field 'text' is dict, not a string",
+        '{"text": ["a"]}': "field 'text' is list, not a string",
+        '{"text": "a", "text": false}': "field 'text' is bool, not a string",
+        '["text"]': "expected a JSON object with a 'text' field, found list",
+        '"text"': "expected a JSON object with a 'text' field, found str",
+        '{"text": "a"} {}': "not valid JSON",
+    }
+    for line, message in bad.items():
+        path.write_text('{"text": "fine"}\n' + line + "\n")
+        for backend in ("reference", "rust"):
+            with pytest.raises(ValueError, match=re.escape(f"good.jsonl, line 2: {message}")):
+                superword.train(path, 300, backend=backend)
 
 
 def test_invalid_utf8_is_named_not_replaced(tmp_path, backend):
