@@ -123,6 +123,30 @@ fn check_total(words: &[(Box<str>, u64)], runs: &[(Box<[u32]>, u64)]) -> Result<
         })
 }
 
+/// Refuse runs that hold a pretoken more often than it was counted: every occurrence of a
+/// pretoken lies in at most one run, so counting text never makes such a table, but a
+/// crafted file did (runs `(" on", " on")` counted 5 times, `" on"` twice), and training on it
+/// made a superword whose parts were never tokens (an internal error in the Rust core, a
+/// model the reference then refused to load).  Sums of tables and pruned tables keep the
+/// rule, so a file read is the only place to check it.
+fn check_runs(words: &[(Box<str>, u64)], runs: &[(Box<[u32]>, u64)]) -> Result<()> {
+    // (exact: u128 sums of at most 2^32 runs of 64-bit counts cannot overflow here)
+    let mut held = vec![0u128; words.len()];
+    for (run, count) in runs {
+        for &id in run.iter() {
+            held[id as usize] += *count as u128;
+        }
+    }
+    for (id, ((word, count), held)) in words.iter().zip(held).enumerate() {
+        if held > *count as u128 {
+            return Err(Error::Value(format!(
+                "corrupted: pretoken {id} ({word:?}) is counted {count} times, but the runs hold it {held} times"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Runs in the ids of one table, with that table's map from its ids to indices into the words.
 type Part = (Vec<u32>, Vec<(Box<[u32]>, u64)>);
 
@@ -566,6 +590,7 @@ impl<'a> Reader<'a> {
         if self.left() != 0 {
             return Err(self.bad("bytes after the last section"));
         }
+        check_runs(&words, &runs)?;
         check_total(&words, &runs)?;
         Ok(CountTable {
             settings,

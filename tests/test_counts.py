@@ -135,7 +135,7 @@ def test_counts_whose_pair_counts_could_overflow_are_refused(tmp_path, backend):
     too_large = "the counts are too large to train on"
     cases = {
         "long.swc": _file({"a" * 1000: 2**62}, {}),
-        "runs.swc": _file({" a": 2**61, " b": 2**61}, {(" a", " b"): 2**63}),
+        "runs.swc": _file({"a": 2**62, "b": 2**62}, {("a", "b"): 2**62}),
     }
     for name, data in cases.items():
         (tmp_path / name).write_bytes(data)
@@ -149,6 +149,19 @@ def test_counts_whose_pair_counts_could_overflow_are_refused(tmp_path, backend):
     assert half.most_common() == [("ab", 3 * 2**61)]
     with pytest.raises(ValueError, match=too_large):
         superword.merge_counts([tmp_path / "half.swc", tmp_path / "half.swc"], backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_runs_that_hold_a_pretoken_more_often_than_it_is_counted_are_refused(tmp_path, backend):
+    # every occurrence of a pretoken lies in at most one run; a crafted file broke the rule
+    # and training made a superword of parts that were never tokens
+    (tmp_path / "runs.swc").write_bytes(_file({" on": 2, " of": 9}, {(" on", " on"): 1, (" of", " on"): 1}))
+    with pytest.raises(ValueError, match=r'runs\.swc: corrupted: pretoken 1 \(" on"\) is counted 2 times, '
+                                         r"but the runs hold it 3 times"):
+        superword.train(counts=str(tmp_path / "runs.swc"), vocab_size=300, backend=backend)
+    # at the limit it is fine: both occurrences in runs
+    (tmp_path / "ok.swc").write_bytes(_file({" on": 2, " of": 9}, {(" on", " on"): 1}))
+    assert superword.load_counts(tmp_path / "ok.swc", backend=backend).most_common() == [(" of", 9), (" on", 2)]
 
 
 def _with_crc(data: bytes) -> bytes:

@@ -277,6 +277,7 @@ def from_bytes(data: bytes) -> tuple[CountSettings, Counts]:
         last = list(run)
     if r.left():
         raise r.bad("bytes after the last section")
+    _check_runs(order, counts)
     _check_total(counts)
     return settings, counts
 
@@ -287,6 +288,20 @@ def from_bytes(data: bytes) -> tuple[CountSettings, Counts]:
 def _overflow(what: str) -> ValueError:
     return ValueError(f"the {what} overflow 64 bits when summed (over 18,446,744,073,709,551,615); "
                       f"refusing to wrap them")
+
+
+def _check_runs(order: list[str], counts: Counts) -> None:
+    """Refuse runs that hold a pretoken more often than it was counted (each occurrence of a
+    pretoken lies in at most one run; training on such a file made superwords of parts that
+    were never tokens).  Only a file read can break the rule: sums and prunings keep it."""
+    held = {w: 0 for w in order}
+    for run, c in counts.runs.items():
+        for w in run:
+            held[w] += c
+    for i, w in enumerate(order):
+        if held[w] > counts.words[w]:
+            raise ValueError(f"corrupted: pretoken {i} ({_rust_debug(w)}) is counted {counts.words[w]} "
+                             f"times, but the runs hold it {held[w]} times")
 
 
 def _check_total(counts: Counts) -> None:
