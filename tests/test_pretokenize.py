@@ -1,7 +1,11 @@
 """Pre-tokenization: the SPEC's examples, script runs, and properties."""
 from __future__ import annotations
 
+import re
+
+import pytest
 import regex
+import superword
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from superword.reference.pretokenize import DEFAULT_SCRIPTS, GPT4O, SCRIPT_SPECIFIC_GPT4O, Pretokenizer
@@ -100,3 +104,27 @@ def test_ascii_text_uses_the_script_pattern_when_latin_is_configured():
     assert _core.pretokenize("hello world!", GPT4O, SCRIPT_SPECIFIC_GPT4O, ["Latin"]) == expected
     # without Latin configured, ASCII text stays one run with the main pattern
     assert AWARE.pretokenize("hello world!") == ["hello", " world", "!"]
+
+
+def test_a_custom_pattern_that_matches_the_empty_string_is_refused_by_both_backends():
+    # after an empty match Python's regex tries the same place again and the Rust core's
+    # engine moves on a character: "(?=a)|\w|\W" gave "x", "b" for "xaab" in Rust (the "a"s
+    # lost) and "x", "a", "a", "b" in the reference.  Both refuse it now, in the same words.
+    # ("\w*|..." matched "xaab", then nothing before the space: Rust's old matcher passed over
+    # that empty match and lost the space)
+    for backend in ("reference", "rust"):
+        for pattern, at in ((r"(?=a)|\w|\W", 1), (r"\w*|\s+|[^\w\s]+", 4)):
+            message = re.escape(f"pattern matched the empty string (at character {at} of a text): every "
+                                r"match must hold at least one character; change the alternatives that "
+                                r"can match nothing (such as \w* or a look-ahead alone)")
+            with pytest.raises(ValueError, match=message):
+                superword.train(["xaab caab"] * 5, 300, "bpe", backend=backend,
+                                script_aware=False, pattern=pattern)
+    # an empty match at the end of a text loses nothing and is no error
+    from superword import _core
+    for pretokenize in (Pretokenizer(r"\w*").pretokenize, lambda t: _core.pretokenize(t, r"\w*")):
+        assert pretokenize("abab") == ["abab"]
+        with pytest.raises(ValueError, match=r"at character 2 of a text"):
+            pretokenize("ab ab")
+    with pytest.raises(ValueError, match="script_pattern matched the empty string"):
+        superword.train(["漢字 abc"] * 3, 300, "bpe", script_pattern=r"(?=\p{Han})|\p{L}|\s")

@@ -17,6 +17,8 @@ use thread_local::ThreadLocal;
 
 pub struct Generic {
     pattern: String,
+    /// what the pattern is called in errors ("pattern", "script_pattern")
+    what: String,
     /// boxed: the table of threads is about 500 bytes, and `Matcher` holds a `Generic`
     per_thread: Box<ThreadLocal<fancy_regex::Regex>>,
 }
@@ -150,21 +152,51 @@ impl Generic {
         let _ = per_thread.get_or_try(|| compile(pattern, what))?;
         Ok(Generic {
             pattern: pattern.to_string(),
+            what: what.to_string(),
             per_thread,
         })
     }
 
-    /// Every non-empty match, in order (like the reference's `finditer`).
+    /// Every match, in order (like the reference's `finditer`); an empty match before the end
+    /// of `s` is an error ([`empty_match`]).  (Not `find_iter`: it passes over an empty match
+    /// right after the last match without a word, and the character there was lost: `\w*|\s+`
+    /// read "ab cd" as "ab", "cd".)
     pub fn for_each<'a>(&self, s: &'a str, emit: &mut impl FnMut(&'a str)) -> Result<()> {
-        let regex = self.per_thread.get_or_try(|| compile(&self.pattern, "pattern"))?;
-        for m in regex.find_iter(s) {
-            let m = m.map_err(|e| Error::Value(format!("pre-tokenization pattern failed: {e}")))?;
-            if !m.as_str().is_empty() {
-                emit(m.as_str());
+        let regex = self
+            .per_thread
+            .get_or_try(|| compile(&self.pattern, &self.what))?;
+        let mut at = 0;
+        while at < s.len() {
+            let found = regex
+                .find_from_pos(s, at)
+                .map_err(|e| Error::Value(format!("pre-tokenization pattern failed: {e}")))?;
+            let Some(m) = found else { break };
+            if m.start() == m.end() {
+                if m.start() < s.len() {
+                    return Err(empty_match(&self.what, s[..m.start()].chars().count()));
+                }
+                break;
             }
+            emit(m.as_str());
+            at = m.end();
         }
         Ok(())
     }
+}
+
+/// The error for a pattern that matched the empty string at character `at` of a text (not at
+/// its end), the same in the reference.  Python's `regex` then tries again at the same place
+/// for a match that is not empty; `fancy-regex` instead searches on from the next character,
+/// so the character there would be lost (`(?=a)|\w|\W` cut "xaab" into "x", "b").  Neither
+/// backend guesses: an empty match cuts nothing, and a pattern that makes one (an alternative
+/// such as `\w*` or a lone look-ahead) is refused where it happens, in both.  (At the end of a
+/// text an empty match loses nothing: `\w*` matches there after the last word.)
+pub fn empty_match(what: &str, at: usize) -> Error {
+    Error::Value(format!(
+        "{what} matched the empty string (at character {at} of a text): every match must hold at \
+         least one character; change the alternatives that can match nothing (such as \\w* or \
+         a look-ahead alone)"
+    ))
 }
 
 #[cfg(test)]
@@ -193,6 +225,24 @@ mod tests {
             }
         });
         assert!(g.per_thread.iter().count() >= 2);
+    }
+
+    #[test]
+    fn an_empty_match_is_an_error_unless_at_the_end() {
+        let g = Generic::new(r"(?=a)|\w|\W", "script_pattern").unwrap();
+        let mut v = Vec::new();
+        let err = g.for_each("xaab", &mut |p| v.push(p)).unwrap_err();
+        assert_eq!(v, ["x"]); // (the pieces before it were given out)
+        assert!(
+            err.to_string()
+                .starts_with("script_pattern matched the empty string (at character 1 "),
+            "{err}"
+        );
+        // (right after a match too: the iterator of `fancy-regex` passed over that one)
+        let g = Generic::new(r"\w*|\s+", "pattern").unwrap();
+        assert_eq!(pieces(&g, "ab"), ["ab"]);
+        let err = g.for_each("é b", &mut |_| {}).unwrap_err();
+        assert!(err.to_string().contains("at character 1 "), "{err}");
     }
 
     #[test]

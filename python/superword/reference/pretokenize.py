@@ -207,18 +207,31 @@ def compile_pattern(pattern: str, what: str) -> regex.Pattern[str]:
 
 
 class _Finder:
-    """All non-empty matches of a pattern, in order.  ``findall`` is the fast path; a pattern
-    with capturing groups (whose ``findall`` would return the groups) or one that can match
-    the empty string goes through ``finditer``."""
+    """All matches of a pattern, in order; an empty match before the end of the text is an
+    error (see ``src/pretokenize/generic.rs``, ``empty_match``: after one, Python's ``regex``
+    and the Rust core's engine go on differently, and neither may guess).  ``findall`` is the
+    fast path; a pattern with capturing groups (whose ``findall`` would return the groups) or
+    one that can match the empty string goes through ``finditer``."""
 
     def __init__(self, pattern: str, what: str):
+        self.what = what
         self.compiled = compile_pattern(pattern, what)
         self._plain = self.compiled.groups == 0 and self.compiled.match("") is None
 
     def findall(self, text: str) -> list[str]:
         if self._plain:
-            return self.compiled.findall(text)
-        return [m.group() for m in self.compiled.finditer(text) if m.end() > m.start()]
+            pieces: list[str] = self.compiled.findall(text)
+            if "" not in pieces:
+                return pieces
+        pieces = []
+        for m in self.compiled.finditer(text):
+            if m.end() > m.start():
+                pieces.append(m.group())
+            elif m.start() < len(text):
+                raise ValueError(f"{self.what} matched the empty string (at character {m.start()} of a "
+                                 f"text): every match must hold at least one character; change the "
+                                 f"alternatives that can match nothing (such as \\w* or a look-ahead alone)")
+        return pieces
 
 
 def can_merge(token: bytes, merge_pattern: regex.Pattern[str]) -> bool:
