@@ -128,3 +128,24 @@ def test_a_custom_pattern_that_matches_the_empty_string_is_refused_by_both_backe
             pretokenize("ab ab")
     with pytest.raises(ValueError, match="script_pattern matched the empty string"):
         superword.train(["漢字 abc"] * 3, 300, "bpe", script_pattern=r"(?=\p{Han})|\p{L}|\s")
+
+
+def test_custom_patterns_read_the_same_in_both_backends():
+    # the Rust core runs a pattern without a hand-written matcher on fancy-regex, which read
+    # some of the Python regex syntax differently (src/pretokenize/dialect.rs): Unicode 16
+    # tables (U+088F, a letter of Unicode 17), "$" and "\Z", and "[", "--", "&&", "~~" in sets
+    from superword import _core
+    patterns = [r" ?\p{L}+| ?[^\s\p{L}]+|\s+", r" ?\pL+|\P{L}", r"[\p{Lu}\p{Lo}]+|[^\p{Lu}\p{Lo}]+",
+                r"\p{N}{1,3}|\p{Letter}+|[^\p{^L}]|.|\n", r"\w+$|\w|\s", r"\w+\Z|\w|\s",
+                r"(?m)\w+$|\w|\s", r"[\w--\d]+|.|\n", r"[a&&b~~c]+|.|\n", r"[a[bc]]+|.|\n",
+                r"[]a]+|.|\n", r"\$\w+|.|\n"]
+    texts = ["ab\n", "ab\ncd\n", "a1b-c", "a&b~~c", "a[bc]]x", "]]a]", "$ab cd$",
+             "\U00031350x\u1c89y", "é\u0301 Ωμέγα 123 ٣٤"]
+    for k, pattern in enumerate(patterns):
+        reference = Pretokenizer(pattern)
+        # (\w and \d keep the engines' own tables: letters new in Unicode 17 only for \p{..})
+        for text in texts + ["ab\u088fcd ef"] * (k < 4):
+            assert _core.pretokenize(text, pattern) == reference.pretokenize(text), (pattern, text)
+    for backend_pretokenize in (lambda p: Pretokenizer(p).pretokenize("x"), lambda p: _core.pretokenize("x", p)):
+        with pytest.raises(ValueError, match=r"pattern uses a POSIX class such as \[\[:alpha:\]\]"):
+            backend_pretokenize(r"[[:digit:]]+|.")

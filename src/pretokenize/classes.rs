@@ -37,10 +37,7 @@ fn classes() -> &'static Classes {
     CELL.get_or_init(|| {
         let mut bmp = vec![0u8; 0x10000];
         let mut astral = Vec::new();
-        for line in TABLE.lines().filter(|l| !l.is_empty() && !l.starts_with('#')) {
-            let mut f = line.split(' ');
-            let mut hex = || u32::from_str_radix(f.next().expect("3 fields"), 16).expect("hex");
-            let (first, last, bits) = (hex(), hex(), hex() as u8);
+        for (first, last, bits) in ranges() {
             for cp in first..=last.min(0xFFFF) {
                 bmp[cp as usize] = bits;
             }
@@ -73,6 +70,19 @@ pub const ASCII: [u8; 128] = {
     }
     t
 };
+
+/// The table's ranges in order: `(first, last, bits)`, inclusive, code points without bits
+/// left out.
+pub fn ranges() -> impl Iterator<Item = (u32, u32, u8)> {
+    TABLE
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|line| {
+            let mut f = line.split(' ');
+            let mut hex = || u32::from_str_radix(f.next().expect("3 fields"), 16).expect("hex");
+            (hex(), hex(), hex() as u8)
+        })
+}
 
 /// The class bits of a character.
 #[inline]

@@ -16,6 +16,7 @@ use crate::error::{Error, Result};
 use thread_local::ThreadLocal;
 
 pub struct Generic {
+    /// the pattern as `fancy-regex` reads it (see `dialect.rs`)
     pattern: String,
     /// what the pattern is called in errors ("pattern", "script_pattern")
     what: String,
@@ -147,11 +148,13 @@ impl Generic {
                 "{what} is too large to compile: its counted repeats expand to about {size} items (at most {MAX_PATTERN_SIZE}): {shown:?}"
             )));
         }
+        // (in `fancy-regex`'s reading of the Python `regex` syntax the pattern is written in)
+        let pattern = super::dialect::to_fancy(pattern, what)?;
         let per_thread = Box::new(ThreadLocal::new());
         // compiled here once so that a bad pattern fails at construction, in the caller's thread
-        let _ = per_thread.get_or_try(|| compile(pattern, what))?;
+        let _ = per_thread.get_or_try(|| compile(&pattern, what))?;
         Ok(Generic {
-            pattern: pattern.to_string(),
+            pattern,
             what: what.to_string(),
             per_thread,
         })

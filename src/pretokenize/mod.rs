@@ -10,6 +10,7 @@
 mod blocks;
 pub mod cl100k;
 pub mod classes;
+pub mod dialect;
 #[cfg(test)]
 mod fuzz;
 pub mod generic;

@@ -200,10 +200,47 @@ def compile_pattern(pattern: str, what: str) -> regex.Pattern[str]:
     if size > MAX_PATTERN_SIZE:
         raise ValueError(f"{what} is too large to compile: its counted repeats expand to about "
                          f"{size} items (at most {MAX_PATTERN_SIZE}): {pattern[:80]!r}")
+    if _has_posix_class(pattern):
+        raise ValueError(f"{what} uses a POSIX class such as [[:alpha:]], which Python's regex and the "
+                         f"Rust core read differently (some names are Unicode classes in one, ASCII in "
+                         f"the other); write it with \\p{{..}} classes instead")
     try:
         return regex.compile(pattern)
     except regex.error as exc:
         raise ValueError(f"{what} is not a valid regular expression: {exc}") from None
+
+
+_POSIX_CLASS = regex.compile(r"\[:\^?[A-Za-z]+:\]")
+
+
+def _has_posix_class(pattern: str) -> bool:
+    """Does ``pattern`` hold a POSIX class (``[:alpha:]`` inside a set)?  The Rust core
+    refuses them (``src/pretokenize/dialect.rs``), and so does the reference: ``regex`` reads
+    some names as Unicode classes and others (``[:digit:]``) as ASCII, the Rust engine all as
+    ASCII.  Walks the pattern as the Rust core does: escapes skipped, sets not nested."""
+    i, in_set = 0, False
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_set:
+            if c == "]":
+                in_set = False
+            elif c == "[" and _POSIX_CLASS.match(pattern, i):
+                return True
+            i += 1
+            continue
+        if c == "[":
+            i += 1
+            if pattern[i:i + 1] == "^":
+                i += 1
+            if pattern[i:i + 1] == "]":
+                i += 1
+            in_set = True
+            continue
+        i += 1
+    return False
 
 
 class _Finder:
