@@ -108,6 +108,29 @@ def test_batch_size_one_is_exact_training():
     assert a.merges == b.merges and all(len(r) == 1 for r in b.batches)
 
 
+def test_special_tokens_that_the_model_file_cannot_hold_are_refused_when_registered(tmp_path):
+    # they were taken, saved, and then refused by load (the file has a line "<special> <id>")
+    tok = RegexTokenizer()
+    tok.train("hello hello world, hello there\n" * 20, 270)
+    cases = {
+        "holds whitespace": {"a b": 300},
+        "holds whitespace, which": {"<a\n>": 300},
+        "must be at least 256": {"<x>": 100},
+        "below 10\\*\\*9, got -1": {"<x>": -1},
+        "below 10\\*\\*9, got 1099511627776": {"<x>": 2**40},
+        "'<x>' and '<y>' have the same id 300": {"<x>": 300, "<y>": 300},
+    }
+    for message, special in cases.items():
+        with pytest.raises(ValueError, match=message):
+            tok.register_special_tokens(special)
+    assert tok.special_tokens == {}  # nothing half-registered
+    tok.register_special_tokens({"<x>": 300, "<y>": 301})
+    tok.save(tmp_path / "t")
+    again = RegexTokenizer()
+    again.load(tmp_path / "t.model")
+    assert again.special_tokens == {"<x>": 300, "<y>": 301}
+
+
 def test_save_load_and_the_minbpe_files(tmp_path):
     tok = RegexTokenizer()
     tok.train("hello hello world, hello there\n" * 20, 270)

@@ -108,10 +108,22 @@ class Tokenizer:
         """Special tokens, as minbpe takes them: ``{"<|endoftext|>": 100257}``."""
         if not isinstance(special_tokens, dict):
             raise TypeError("special_tokens must be a dict {str: int}")
+        # (what the .model file can hold, so that save never writes what load refuses: the
+        # file has a line "<special> <id>" per token; and ids that name one thing each)
+        seen: dict[int, str] = {}
         for s, i in special_tokens.items():
             if not isinstance(s, str) or not s:
                 raise ValueError(f"special token {s!r} must be a non-empty str")
-            _api._check_int(f"id of special token {s!r}", i)
+            if len(s.split()) != 1 or s.split()[0] != s:
+                raise ValueError(f"special token {s!r} holds whitespace, which minbpe's .model file "
+                                 f"cannot hold")
+            i = _api._check_int(f"id of special token {s!r}", i)
+            if not 256 <= i < 10**9:
+                raise ValueError(f"id of special token {s!r} must be at least 256 (ids below are the "
+                                 f"bytes) and below 10**9, got {i}")
+            if i in seen:
+                raise ValueError(f"special tokens {seen[i]!r} and {s!r} have the same id {i}")
+            seen[i] = s
         self.special_tokens = dict(special_tokens)
         self.inverse_special_tokens = {v: k for k, v in special_tokens.items()}
         self.vocab = self._build_vocab()
