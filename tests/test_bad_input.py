@@ -120,6 +120,18 @@ def test_jsonl_records_read_as_pythons_json_reads_them(tmp_path):
                 superword.train(path, 300, backend=backend)
 
 
+def test_a_training_document_with_a_lone_surrogate_is_named(backend):
+    # (the reference said "position 0" of a pretoken, the Rust core Python's bare
+    # UnicodeEncodeError; neither named the document)
+    big = ["x" * 1000] * 9000  # more than one batch of the core's reading, 8 MB
+    cases = [(["ok", "x\ud800"], 1, "D800", 1), (iter(["ok", "ok", "\udfffx"]), 2, "DFFF", 0),
+             ([{"text": "ab\ud801"}], 0, "D801", 2), (big + ["ab\ud801"], 9000, "D801", 2)]
+    for docs, index, code, at in cases:
+        with pytest.raises(ValueError, match=rf"document {index} of inputs holds a lone surrogate "
+                                             rf"U\+{code} at index {at}; it cannot be encoded as UTF-8"):
+            superword.train(docs, 300, backend=backend)
+
+
 def test_invalid_utf8_is_named_not_replaced(tmp_path, backend):
     path = tmp_path / "bad.txt"
     path.write_bytes(b"good line\nanother\nbad \xff byte\n")

@@ -149,6 +149,26 @@ fn train(
     Ok(PyTokenizer::new(tokenizer, stats))
 }
 
+/// A document that is a `str` with a lone surrogate (which UTF-8 cannot hold) fails to
+/// convert with Python's bare `UnicodeEncodeError`; say which document and where, as the
+/// reference does (`reference/count.py`).  Any other error stays as it is.
+fn with_surrogate_named(py: Python<'_>, err: PyErr, doc: &Bound<'_, PyAny>, index: usize) -> PyErr {
+    if !err.is_instance_of::<pyo3::exceptions::PyUnicodeEncodeError>(py) {
+        return err;
+    }
+    let found = || -> PyResult<(usize, u32)> {
+        let k: usize = err.value(py).getattr("start")?.extract()?;
+        let ord = py.import("builtins")?.getattr("ord")?;
+        Ok((k, ord.call1((doc.get_item(k)?,))?.extract()?))
+    };
+    match found() {
+        Ok((k, c)) => PyValueError::new_err(format!(
+            "document {index} of inputs holds a lone surrogate U+{c:04X} at index {k}; it cannot be encoded as UTF-8"
+        )),
+        Err(_) => err,
+    }
+}
+
 /// Files read by the core (stopped by Ctrl-C between blocks).
 fn files(paths: Vec<String>, text_field: String, control: &Arc<PyControl>) -> Box<dyn Documents> {
     let stop = Some(control.watch.stop.clone());
@@ -163,10 +183,18 @@ fn files(paths: Vec<String>, text_field: String, control: &Arc<PyControl>) -> Bo
 /// A Python iterator of `str`, read in batches on Python's thread; counted in `tally` if given.
 fn iterated(iter: Py<PyIterator>, control: &Arc<PyControl>, tally: Option<Arc<Tally>>) -> Box<dyn Documents> {
     let control = control.clone();
+    let mut seen = 0; // documents read so far, to name one that cannot be read
     Box::new(Batches(move || {
         control.watch.check()?;
-        let batch = Python::attach(|py| take_batch(iter.bind(py).clone().map(|d| d?.extract())));
+        let batch = Python::attach(|py| {
+            let docs = iter.bind(py).clone().enumerate();
+            take_batch(docs.map(|(i, d)| {
+                let d = d?;
+                d.extract().map_err(|e| with_surrogate_named(py, e, &d, seen + i))
+            }))
+        });
         let batch = batch.map_err(|e| control.watch.fail(e))?;
+        seen += batch.len();
         if let Some(t) = &tally {
             t.docs.fetch_add(batch.len() as u64, Relaxed);
             t.bytes

@@ -38,7 +38,13 @@ def count_documents(documents: Iterable[str], pretokenizer: Pretokenizer, with_r
     words, runs = counts.words, counts.runs
     has_letter = compile_pattern(merge_pattern, "merge pattern").search
     mergeable: dict[str, bool] = {}   # pretoken -> matches the merge pattern (memo)
-    for text in documents:
+    for index, text in enumerate(documents):
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValueError(f"document {index} of inputs holds a lone surrogate "
+                             f"U+{ord(text[exc.start]):04X} at index {exc.start}; it cannot be "
+                             f"encoded as UTF-8") from None
         pieces = pretokenizer.pretokenize(text)
         counts.documents += 1
         counts.pretokens += len(pieces)
