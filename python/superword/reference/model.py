@@ -20,6 +20,7 @@ from typing import Any, TextIO
 from .._files import write_text_atomic
 from .bpe import NO_DELETIONS_TAU
 from .merging import Deletion, Merge, merge_indices
+from .ngram import MAX_NGRAM
 from .tokens import parse, render
 
 KINDS = ("word", "boundless", "superbpe")
@@ -131,8 +132,16 @@ def read_ngrams(model_path: str | os.PathLike[str]) -> list[tuple[bytes, ...]]:
 
 
 def _read_ngram_lines(lines: _Lines) -> list[tuple[bytes, ...]]:
-    return [tuple(_parse_token(lines, t) for t in lines.next("an n-gram").split(" "))
-            for _ in range(lines.count("n-grams"))]
+    table = []
+    for _ in range(lines.count("n-grams")):
+        parts = lines.next("an n-gram").split(" ")
+        # the greedy split keeps every prefix of every n-gram (``prefix_set``), memory in the
+        # square of its length; training never makes one longer than MAX_NGRAM (SPEC 3.1)
+        if len(parts) > MAX_NGRAM:
+            raise lines.error(f"an n-gram of {len(parts)} pretokens; n-grams have at most "
+                              f"{MAX_NGRAM} (SPEC 3.1)")
+        table.append(tuple(_parse_token(lines, t) for t in parts))
+    return table
 
 
 # ----------------------------------------------------------------------------------------
