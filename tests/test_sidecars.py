@@ -5,11 +5,17 @@ provenance sidecar that cannot be read is ignored with a warning; an n-gram tabl
 ``greedy_split=True`` needs and cannot use is an error naming it.  Both backends agree."""
 from __future__ import annotations
 
+import contextlib
+import os
+import threading
+
 import pytest
 import superword
 
 BACKENDS = ["reference", "rust"]
 DOCS = ["the cat sat on the mat", "one of the best in the world"] * 20
+
+needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this system")
 
 
 @pytest.fixture(scope="module")
@@ -26,6 +32,22 @@ def copy_model(greedy, tmp_path, sidecars=()):
     for suffix in sidecars:
         (tmp_path / ("g.model" + suffix)).write_bytes((greedy.parent / ("g.model" + suffix)).read_bytes())
     return path
+
+
+@contextlib.contextmanager
+def fifo(path):
+    """Make a FIFO at ``path``.  A thread opens it for writing and closes it at once, so a
+    reader that opens it by mistake reads an empty file (and a test fails) instead of waiting
+    for a writer for ever; when nobody opened it, leaving the block lets that thread go."""
+    os.mkfifo(path)
+    writer = threading.Thread(target=lambda: os.close(os.open(path, os.O_WRONLY)))
+    writer.start()
+    try:
+        yield
+    finally:
+        reader = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        writer.join()
+        os.close(reader)
 
 
 # -- the n-gram table -------------------------------------------------------------------------
@@ -66,3 +88,37 @@ def test_a_long_ngram_in_an_old_model_files_table_is_refused(greedy, tmp_path, b
                     .removeprefix("superword ngrams v1\n"), encoding="utf-8")
     with pytest.raises(ValueError, match=r"old\.model, line \d+: an n-gram of 31 pretokens"):
         superword.Tokenizer.load(path, backend=backend, greedy_split=True)
+
+
+@needs_fifo
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_ngram_sidecar_that_is_a_fifo_is_refused_without_opening_it(greedy, tmp_path, backend):
+    # reading it waited for ever for something to write
+    path = copy_model(greedy, tmp_path)
+    with fifo(tmp_path / "g.model.ngrams"):
+        with pytest.raises(ValueError, match=r"g\.model\.ngrams: not a regular file"):
+            superword.Tokenizer.load(path, backend=backend, greedy_split=True)
+        # without greedy_split the table is not needed, so not looked at
+        tok = superword.Tokenizer.load(path, backend=backend)
+    assert tok.model_text() == greedy.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_ngram_sidecar_that_is_a_folder_is_refused_alike(greedy, tmp_path, backend):
+    # it was an IsADirectoryError in the reference and an OSError in Rust
+    path = copy_model(greedy, tmp_path)
+    (tmp_path / "g.model.ngrams").mkdir()
+    with pytest.raises(ValueError, match=r"g\.model\.ngrams: not a regular file"):
+        superword.Tokenizer.load(path, backend=backend, greedy_split=True)
+
+
+# -- the provenance sidecar -------------------------------------------------------------------
+
+@needs_fifo
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_provenance_sidecar_that_is_a_fifo_is_ignored_without_opening_it(greedy, tmp_path, backend):
+    path = copy_model(greedy, tmp_path)
+    refused = r"g\.model\.json: provenance sidecar ignored, it cannot be read \(not a regular file\)"
+    with fifo(tmp_path / "g.model.json"), pytest.warns(UserWarning, match=refused):
+        tok = superword.Tokenizer.load(path, backend=backend)
+    assert tok.provenance is None

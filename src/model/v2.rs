@@ -233,6 +233,13 @@ fn read_ngram_lines(lines: &mut Lines) -> Result<Vec<Vec<Vec<u8>>>> {
 /// Read the n-gram sidecar of the model file at `model_path`.
 pub fn read_ngrams(model_path: &str) -> Result<Vec<Vec<Vec<u8>>>> {
     let name = ngrams_path(model_path);
+    // reading a FIFO waits for a writer and a device may never end: only a regular file is
+    // read (a missing one is named below)
+    if std::fs::metadata(&name).is_ok_and(|m| !m.is_file()) {
+        return Err(Error::Value(format!(
+            "{name}: not a regular file, so not an n-gram table"
+        )));
+    }
     let bytes = std::fs::read(&name).map_err(|e| {
         if e.kind() == std::io::ErrorKind::NotFound {
             Error::Value(format!(

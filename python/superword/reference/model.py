@@ -12,8 +12,10 @@ model, named :func:`ngrams_path` (``<model file>.ngrams``).
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import stat
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -118,6 +120,11 @@ def write_ngrams(ngrams: list[tuple[bytes, ...]], model_path: str | os.PathLike[
 def read_ngrams(model_path: str | os.PathLike[str]) -> list[tuple[bytes, ...]]:
     """Read the sidecar of ``model_path``; a missing or malformed one raises ``ValueError``."""
     name = ngrams_path(model_path)
+    # opening a FIFO waits for a writer and a device may never end: only a regular file is
+    # read (a missing one is named below)
+    with contextlib.suppress(OSError):
+        if not stat.S_ISREG(os.stat(name).st_mode):
+            raise ValueError(f"{name}: not a regular file, so not an n-gram table")
     try:
         with open(name, encoding="utf-8", newline="\n") as f:
             lines = _Lines(f, name)
