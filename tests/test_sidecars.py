@@ -8,12 +8,15 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import warnings
 
 import pytest
 import superword
+from superword.cli import main
 
 BACKENDS = ["reference", "rust"]
 DOCS = ["the cat sat on the mat", "one of the best in the world"] * 20
+DEEP = "[" * 100_000 + "]" * 100_000  # deeper than Python's recursion limit
 
 needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this system")
 
@@ -122,3 +125,47 @@ def test_a_provenance_sidecar_that_is_a_fifo_is_ignored_without_opening_it(greed
     with fifo(tmp_path / "g.model.json"), pytest.warns(UserWarning, match=refused):
         tok = superword.Tokenizer.load(path, backend=backend)
     assert tok.provenance is None
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_deeply_nested_provenance_sidecar_is_ignored(greedy, tmp_path, backend):
+    # json.load raised RecursionError out of Tokenizer.load
+    path = copy_model(greedy, tmp_path)
+    (tmp_path / "g.model.json").write_text(DEEP, encoding="utf-8")
+    with pytest.warns(UserWarning, match=r"g\.model\.json: provenance sidecar ignored, it cannot be read"):
+        tok = superword.Tokenizer.load(path, backend=backend)
+    assert tok.provenance is None
+
+
+def test_the_cli_warns_about_a_deeply_nested_sidecar_and_goes_on(greedy, tmp_path, capsys):
+    # `superword stats/vocab/encode` printed a RecursionError traceback and exited with 1
+    path = copy_model(greedy, tmp_path)
+    (tmp_path / "g.model.json").write_text(DEEP, encoding="utf-8")
+    for args in (["stats", str(path)], ["vocab", str(path)], ["encode", str(path), "the cat"]):
+        assert main(args) == 0
+        err = capsys.readouterr().err
+        assert "superword: warning: " in err and "g.model.json: provenance sidecar ignored" in err
+        assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_good_provenance_sidecar_is_still_read(greedy, tmp_path, backend):
+    path = copy_model(greedy, tmp_path, [".json"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tok = superword.Tokenizer.load(path, backend=backend)
+    assert tok.provenance is not None and tok.provenance["algorithm"] == "boundless"
+
+
+# -- the model file's config line -------------------------------------------------------------
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_deeply_nested_config_line_is_named(greedy, tmp_path, backend):
+    # the reference raised RecursionError; Rust named the line
+    lines = greedy.read_text(encoding="utf-8").split("\n")
+    words = lines.index("words") + 1
+    lines[words] = DEEP
+    path = tmp_path / "nested.model"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    with pytest.raises(ValueError, match=rf"nested\.model, line {words + 1}: bad config JSON"):
+        superword.Tokenizer.load(path, backend=backend)

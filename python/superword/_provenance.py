@@ -66,7 +66,8 @@ def read(model_path: str | os.PathLike[str], model_text: str) -> dict[str, Any] 
             raise OSError("not a regular file")
         with open(path, encoding="utf-8") as f:
             record = json.load(f)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
+        # RecursionError: arrays or objects nested deeper than Python's stack
         warnings.warn(f"{path}: provenance sidecar ignored, it cannot be read ({exc})", stacklevel=3)
         return None
     if not isinstance(record, dict) or record.get("format") != FORMAT:

@@ -275,7 +275,8 @@ def _read_section(lines: _Lines, vocab: list[bytes],
         if (isinstance(settings.tau, bool) or not isinstance(settings.tau, (int, float))
                 or not isinstance(settings.blowup, bool)):
             raise TypeError("tau must be a number and blowup true or false")
-    except (ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:
+        # RecursionError: arrays nested deeper than Python's stack (serde_json refuses them too)
         raise lines.error(f"bad config JSON ({exc})") from None
     # merges and deletions share one index sequence 0, 1, 2, ... (SPEC 9); each section
     # lists its entries in index order
