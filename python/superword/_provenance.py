@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import platform
+import stat
 import warnings
 from typing import Any
 
@@ -59,9 +60,14 @@ def read(model_path: str | os.PathLike[str], model_text: str) -> dict[str, Any] 
     if not os.path.exists(path):
         return None
     try:
+        # opening a FIFO waits for a writer and a device may never end: only a regular file
+        # is read
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise OSError("not a regular file")
         with open(path, encoding="utf-8") as f:
             record = json.load(f)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
+        # RecursionError: arrays or objects nested deeper than Python's stack
         warnings.warn(f"{path}: provenance sidecar ignored, it cannot be read ({exc})", stacklevel=3)
         return None
     if not isinstance(record, dict) or record.get("format") != FORMAT:

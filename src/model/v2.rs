@@ -4,6 +4,7 @@
 use super::bytemap::{parse, render};
 use super::{merge_indices, ByteStrings, Deletion, Kind, Merge, Merges, Model, Settings};
 use crate::error::{Error, Result};
+use crate::train::ngram::MAX_NGRAM;
 use std::fmt::Write as _;
 
 // ------------------------------------------------------------------------------------------
@@ -212,6 +213,14 @@ fn read_ngram_lines(lines: &mut Lines) -> Result<Vec<Vec<Vec<u8>>>> {
     let mut table = Vec::with_capacity(lines.room(k, 2));
     for _ in 0..k {
         let line = lines.next("an n-gram")?;
+        // the greedy split keeps every prefix of every n-gram (`prefix_set`), memory in the
+        // square of its length; training never makes one longer than MAX_NGRAM (SPEC 3.1)
+        let n = line.split(' ').count();
+        if n > MAX_NGRAM {
+            return Err(lines.error(format!(
+                "an n-gram of {n} pretokens; n-grams have at most {MAX_NGRAM} (SPEC 3.1)"
+            )));
+        }
         table.push(
             line.split(' ')
                 .map(|t| lines.token(t))
@@ -224,6 +233,13 @@ fn read_ngram_lines(lines: &mut Lines) -> Result<Vec<Vec<Vec<u8>>>> {
 /// Read the n-gram sidecar of the model file at `model_path`.
 pub fn read_ngrams(model_path: &str) -> Result<Vec<Vec<Vec<u8>>>> {
     let name = ngrams_path(model_path);
+    // reading a FIFO waits for a writer and a device may never end: only a regular file is
+    // read (a missing one is named below)
+    if std::fs::metadata(&name).is_ok_and(|m| !m.is_file()) {
+        return Err(Error::Value(format!(
+            "{name}: not a regular file, so not an n-gram table"
+        )));
+    }
     let bytes = std::fs::read(&name).map_err(|e| {
         if e.kind() == std::io::ErrorKind::NotFound {
             Error::Value(format!(

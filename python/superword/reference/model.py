@@ -12,14 +12,17 @@ model, named :func:`ngrams_path` (``<model file>.ngrams``).
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import stat
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from .._files import write_text_atomic
 from .bpe import NO_DELETIONS_TAU
 from .merging import Deletion, Merge, merge_indices
+from .ngram import MAX_NGRAM
 from .tokens import parse, render
 
 KINDS = ("word", "boundless", "superbpe")
@@ -117,6 +120,11 @@ def write_ngrams(ngrams: list[tuple[bytes, ...]], model_path: str | os.PathLike[
 def read_ngrams(model_path: str | os.PathLike[str]) -> list[tuple[bytes, ...]]:
     """Read the sidecar of ``model_path``; a missing or malformed one raises ``ValueError``."""
     name = ngrams_path(model_path)
+    # opening a FIFO waits for a writer and a device may never end: only a regular file is
+    # read (a missing one is named below)
+    with contextlib.suppress(OSError):
+        if not stat.S_ISREG(os.stat(name).st_mode):
+            raise ValueError(f"{name}: not a regular file, so not an n-gram table")
     try:
         with open(name, encoding="utf-8", newline="\n") as f:
             lines = _Lines(f, name)
@@ -131,8 +139,16 @@ def read_ngrams(model_path: str | os.PathLike[str]) -> list[tuple[bytes, ...]]:
 
 
 def _read_ngram_lines(lines: _Lines) -> list[tuple[bytes, ...]]:
-    return [tuple(_parse_token(lines, t) for t in lines.next("an n-gram").split(" "))
-            for _ in range(lines.count("n-grams"))]
+    table = []
+    for _ in range(lines.count("n-grams")):
+        parts = lines.next("an n-gram").split(" ")
+        # the greedy split keeps every prefix of every n-gram (``prefix_set``), memory in the
+        # square of its length; training never makes one longer than MAX_NGRAM (SPEC 3.1)
+        if len(parts) > MAX_NGRAM:
+            raise lines.error(f"an n-gram of {len(parts)} pretokens; n-grams have at most "
+                              f"{MAX_NGRAM} (SPEC 3.1)")
+        table.append(tuple(_parse_token(lines, t) for t in parts))
+    return table
 
 
 # ----------------------------------------------------------------------------------------
@@ -259,7 +275,8 @@ def _read_section(lines: _Lines, vocab: list[bytes],
         if (isinstance(settings.tau, bool) or not isinstance(settings.tau, (int, float))
                 or not isinstance(settings.blowup, bool)):
             raise TypeError("tau must be a number and blowup true or false")
-    except (ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:
+        # RecursionError: arrays nested deeper than Python's stack (serde_json refuses them too)
         raise lines.error(f"bad config JSON ({exc})") from None
     # merges and deletions share one index sequence 0, 1, 2, ... (SPEC 9); each section
     # lists its entries in index order
