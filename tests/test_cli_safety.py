@@ -1,11 +1,14 @@
-"""The command line keeps the user's files safe: no command writes over a file it reads, and
-a missing output folder or a wrong --sample is named before anything is written."""
+"""The command line keeps the user's files safe and names what is wrong: no command writes over
+a file it reads, a missing output folder is named before any work, and odd arguments (a huge
+--min-count, an empty --scripts name, a --grep that would not fit in memory) are refused in
+one line.  The API checks behind them are tested with both backends."""
 from __future__ import annotations
 
 import os
 
 import pytest
 import superword
+from superword import _inputs
 from superword.cli import main
 
 BACKENDS = ["reference", "rust"]
@@ -139,3 +142,69 @@ def test_export_checks_its_samples_before_writing(tmp_path, plain_model, capsys)
     refused(capsys, ["export", str(plain_model), "--to", "minbpe", str(tmp_path / "mb"), "--sample",
                      str(plain_model)], "--sample")
     assert not (tmp_path / "mb.model").exists()
+
+
+def test_vocab_grep_has_the_pattern_size_limit(plain_model, capsys):
+    for pattern in ("x{999999999}", "(?:(?:a{1000}){1000}){1000}"):
+        refused(capsys, ["vocab", str(plain_model), "--grep", pattern], "--grep", "too large")
+    assert main(["vocab", str(plain_model), "--grep", "^ th", "--json"]) == 0
+    assert '"text": " the"' in capsys.readouterr().out
+
+
+def test_huge_min_count_is_refused_in_one_line(corpus, capsys):
+    for command in ("train", "count"):
+        refused(capsys, [command, str(corpus), "-q", "--min-count", str(10**23), "-o", str(corpus) + ".out"],
+                "--min-count must be at most 2**64 - 1")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_min_count_above_64_bits_is_a_value_error(backend):
+    docs = TEXT.splitlines()
+    with pytest.raises(ValueError, match=r"min_count must be at most 2\*\*64 - 1"):
+        superword.count(docs, min_count=2**64, backend=backend)
+    with pytest.raises(ValueError, match=r"min_count must be at most 2\*\*64 - 1"):
+        superword.train(docs, 260, "bpe", min_count=2**64, backend=backend)
+    with pytest.raises(ValueError, match=r"min_count must be at most 2\*\*64 - 1"):
+        superword.count(docs, backend=backend).prune(2**64)
+    assert superword.count(docs, backend=backend).prune(2**64 - 1).num_words == 0
+
+
+def test_empty_script_names_are_refused(corpus, capsys):
+    for scripts in (",,,", "Han,", "Han,,Thai"):
+        for command in ("train", "count"):
+            refused(capsys, [command, str(corpus), "-q", "--scripts", scripts, "-o", str(corpus) + ".out"],
+                    "--scripts: an empty script name", repr(scripts))
+    for backend in BACKENDS:  # the API agrees
+        with pytest.raises(ValueError, match="unknown script name"):
+            superword.count(["x"], scripts=["", "Han"], backend=backend)
+
+
+def test_every_name_of_a_path_list_is_checked_before_a_folder_is_walked(tmp_path, monkeypatch):
+    (tmp_path / "a.txt").write_text("text\n")
+
+    def walked(folder, what):
+        raise AssertionError(f"{folder} was walked before the missing name was found")
+    monkeypatch.setattr(_inputs, "_folder_files", walked)
+    with pytest.raises(FileNotFoundError, match="training input not found: some text"):
+        superword.train([str(tmp_path), "some text"], 260, "bpe")
+
+
+@pytest.mark.parametrize("name", ["pattern", "script_pattern"])
+def test_a_pattern_that_is_not_a_str_is_a_type_error(name):
+    for make in (lambda: superword.train(["the cat"], 260, **{name: 5}),
+                 lambda: superword.count(["the cat"], **{name: 5})):
+        with pytest.raises(TypeError, match=f"^{name} must be a str"):
+            make()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_most_common_takes_a_count_of_zero_or_more(backend):
+    counts = superword.count(TEXT.splitlines(), backend=backend)
+    everything = counts.most_common()
+    assert counts.most_common(0) == [] and counts.most_common(2) == everything[:2]
+    assert counts.most_common(2**70) == everything  # more than there are: all of them
+    with pytest.raises(ValueError, match="most_common: n must be at least 0, got -1"):
+        counts.most_common(-1)
+    for wrong in (True, 2.0, "3"):
+        with pytest.raises(TypeError, match="most_common: n must be an int or None"):
+            counts.most_common(wrong)

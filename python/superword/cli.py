@@ -30,6 +30,7 @@ from typing import Any
 
 from . import __version__, _api, _display, _files, _inputs, _progress, _provenance, stats
 from .reference import model as _model
+from .reference import pretokenize as _pretok
 
 NAMES = {"word": "BPE", "boundless": "BoundlessBPE", "superbpe": "SuperBPE"}
 #: the size of the sample of the training text measured after training, when nothing is held back
@@ -319,13 +320,33 @@ def _training_inputs(args: argparse.Namespace, paths: list[str] | None
     return docs, source, tally, sample
 
 
+def _scripts(args: argparse.Namespace) -> list[str] | None:
+    """--scripts as names: '' means none; an empty name between commas is refused, as
+    ``train(scripts=[""])`` refuses it (a stray comma is a typo, not a script)."""
+    if args.scripts is None:
+        return None
+    if args.simple:
+        raise ValueError("--scripts only applies without --simple")
+    if not args.scripts.strip():
+        return []
+    names = [s.strip() for s in args.scripts.split(",")]
+    if "" in names:
+        raise ValueError(f"--scripts: an empty script name in {args.scripts!r}; separate the names "
+                         f"with single commas, e.g. Han,Thai ('' for no scripts)")
+    return names
+
+
+def _check_min_count(args: argparse.Namespace) -> None:
+    # counts are 64-bit, so a larger threshold is a typo (the API refuses it too, without
+    # naming the option)
+    if args.min_count is not None and args.min_count > 2**64 - 1:
+        raise ValueError(f"--min-count must be at most 2**64 - 1 = {2**64 - 1} (counts are 64-bit), "
+                         f"got {args.min_count}")
+
+
 def _train(args: argparse.Namespace) -> None:
-    if args.scripts is not None:
-        scripts: list[str] | None = [s.strip() for s in args.scripts.split(",") if s.strip()]
-        if args.simple:
-            raise ValueError("--scripts only applies without --simple")
-    else:
-        scripts = None
+    scripts = _scripts(args)
+    _check_min_count(args)
     paths = None
     settings = dict(vocab_size=args.vocab_size, algorithm=args.algorithm,
                     supermerges=args.supermerges, script_aware=not args.simple, scripts=scripts,
@@ -384,12 +405,8 @@ def _train(args: argparse.Namespace) -> None:
 
 def _count(args: argparse.Namespace) -> None:
     from . import _counts
-    if args.scripts is not None:
-        if args.simple:
-            raise ValueError("--scripts only applies without --simple")
-        scripts: list[str] | None = [s.strip() for s in args.scripts.split(",") if s.strip()]
-    else:
-        scripts = None
+    scripts = _scripts(args)
+    _check_min_count(args)
     options: dict[str, Any] = dict(script_aware=not args.simple, scripts=scripts, text_field=args.text_field,
                                    runs=not args.no_runs, min_count=args.min_count, threads=args.threads,
                                    backend=args.backend)
@@ -531,17 +548,15 @@ def _plot(args: argparse.Namespace) -> None:
 # vocab, encode
 
 def _vocab(args: argparse.Namespace) -> None:
+    # checked before the model is read; the same limit on counted repeats as model files'
+    # patterns get: `x{999999999}` would otherwise take all memory while compiling
+    pattern = None if args.grep is None else _pretok.compile_pattern(args.grep, "--grep")
     tok = _api.Tokenizer.load(args.model)
     model = stats.read_model_text(tok.model_text(), args.model)
     rows = [(i, raw, model.counts[i], sup) for i, raw, sup in tok]
     if args.superwords:
         rows = [r for r in rows if r[3]]
-    if args.grep is not None:
-        import regex
-        try:
-            pattern = regex.compile(args.grep)
-        except regex.error as exc:
-            raise ValueError(f"--grep: not a valid regular expression ({exc})") from None
+    if pattern is not None:
         rows = [r for r in rows if pattern.search(r[1].decode("utf-8", "replace"))]
     if args.top is not None:
         rows = sorted(rows, key=lambda r: (-r[2], r[0]))[:args.top]
