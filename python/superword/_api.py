@@ -160,6 +160,9 @@ def pretokenization(script_aware: bool, scripts: Iterable[str] | None, pattern: 
         if isinstance(scripts, str):
             raise TypeError("scripts must be a list of script names, e.g. ['Han', 'Thai']")
         scripts = list(scripts)
+    for name, value in (("pattern", pattern), ("script_pattern", script_pattern)):
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"{name} must be a str (a regular expression), got {type(value).__name__}")
     if script_pattern is not None and not script_aware:
         raise ValueError("script_pattern only applies with script_aware=True")
     main = _pretok.GPT4O if pattern is None else pattern

@@ -150,7 +150,15 @@ class Counts:
         return self._impl.num_runs
 
     def most_common(self, n: int | None = None) -> list[tuple[str, int]]:
-        """The ``n`` most frequent pretokens (all when ``None``), most frequent first."""
+        """The ``n`` most frequent pretokens (all when ``None`` or when ``n`` is larger than
+        :attr:`num_words`), most frequent first.  A negative ``n`` raises ``ValueError``."""
+        if n is not None:
+            if isinstance(n, bool) or not isinstance(n, int):
+                raise TypeError(f"most_common: n must be an int or None, got {type(n).__name__}")
+            if n < 0:
+                raise ValueError(f"most_common: n must be at least 0, got {n}")
+            if n >= self.num_words:  # the core takes a 64-bit count; all of them is the answer
+                n = None
         return self._impl.most_common(n)
 
     def prune(self, min_count: int) -> Counts:
@@ -176,6 +184,8 @@ def _check_min_count(min_count: object) -> int:
         raise TypeError(f"min_count must be an int, got {type(min_count).__name__}")
     if min_count < 1:
         raise ValueError(f"min_count must be at least 1, got {min_count}")
+    if min_count > 2**64 - 1:  # counts are 64-bit: a larger threshold is a mistake
+        raise ValueError(f"min_count must be at most 2**64 - 1 (counts are 64-bit), got {min_count}")
     return min_count
 
 

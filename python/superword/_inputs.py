@@ -50,11 +50,16 @@ def expand_paths(names: Iterable[PathLike], what: str = "training input") -> lis
     >>> expand_paths(["-"])
     ['-']
     """
-    out: list[str] = []
-    for name in names:
-        path = os.fspath(name)
+    paths = [os.fspath(name) for name in names]
+    # a cheap look at every name first, so that a missing name is reported before a folder
+    # given earlier is walked (which may take long: a list of paths may start with "/")
+    for path in paths:
         if not isinstance(path, str):
             raise TypeError(f"{what} {path!r} is not a file name (bytes paths are not supported)")
+        if path != STDIN and not os.path.exists(path) and not glob.has_magic(path):
+            raise FileNotFoundError(f"{what} not found: {path}")
+    out: list[str] = []
+    for path in paths:
         if path == STDIN:
             out.append(path)
         elif os.path.isdir(path):

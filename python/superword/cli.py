@@ -28,8 +28,9 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from . import __version__, _api, _display, _inputs, _progress, stats
+from . import __version__, _api, _display, _files, _inputs, _progress, _provenance, stats
 from .reference import model as _model
+from .reference import pretokenize as _pretok
 
 NAMES = {"word": "BPE", "boundless": "BoundlessBPE", "superbpe": "SuperBPE"}
 #: the size of the sample of the training text measured after training, when nothing is held back
@@ -116,7 +117,8 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     _add_reading(c)
 
-    m = sub.add_parser("merge-counts", help="sum count files into one")
+    m = sub.add_parser("merge-counts", help="sum count files into one (the output may be one of them: "
+                                            "all are read before it is written)")
     m.add_argument("counts", nargs="+", metavar="COUNTS.swc")
     m.add_argument("--backend", choices=list(_api.BACKENDS), default=None)
     m.add_argument("-o", "--output", required=True, metavar="OUT.swc")
@@ -175,6 +177,14 @@ def _export(args: argparse.Namespace) -> None:
 
     from . import _export as ex
     from . import minbpe
+    if args.sample and args.to == "minbpe":
+        raise ValueError("--sample measures hf and tiktoken exports; minbpe has no encoder to measure")
+    # the samples are found and read before anything is written: a wrong --sample leaves no
+    # export behind
+    sample_paths = [_inputs.expand_paths([path], what="--sample") for path in args.sample]
+    _check_outputs(args, [*_model_files(args.model), *itertools.chain(*sample_paths)])
+    samples = [list(itertools.islice(_inputs.documents_of(paths, None), args.sample_docs))
+               for paths in sample_paths]
     tok = _api.Tokenizer.load(args.model)
     if args.to == "hf":
         tok.save_hf(args.output, overwrite=args.overwrite, bos_token=args.bos_token,
@@ -188,14 +198,50 @@ def _export(args: argparse.Namespace) -> None:
         minbpe.from_superword(tok).save(args.output)
         print(f"wrote {args.output}.model and {args.output}.vocab")
         return
-    for path in args.sample:
-        texts = list(itertools.islice(_inputs.iter_documents([path]), args.sample_docs))
+    for path, texts in zip(args.sample, samples):
         if args.to == "hf":
             a = ex.hf_agreement(tok, args.output, texts)
         else:
             a = ex.tiktoken_agreement(tok, args.output, pattern, texts)
         print(f"{path}: {a['documents']:,} documents, {a['identical']:.2%} with identical ids, "
               f"token count {a['token_difference']:+.3%} ({a['tokens']:,} superword tokens)")
+
+
+# ----------------------------------------------------------------------------------------
+# the files a command writes
+
+def _written(args: argparse.Namespace) -> list[str]:
+    """Every file the command writes, sidecars included (train also removes a stale n-gram
+    sidecar at OUT.ngrams, which is as bad for an input as writing it)."""
+    out = args.output
+    if args.command == "train":
+        return [out, _provenance.sidecar_path(out), _model.ngrams_path(out)]
+    if args.command == "export":
+        from . import _export as ex
+        if args.to == "hf":
+            return [os.path.join(out, name) for name in ex.HF_FILES]
+        return [out, out + ".pattern"] if args.to == "tiktoken" else [out + ".model", out + ".vocab"]
+    return [out]
+
+
+def _model_files(path: str) -> list[str]:
+    """A model file and the sidecars loading it may read."""
+    return [path, _provenance.sidecar_path(path), _model.ngrams_path(path)]
+
+
+def _check_outputs(args: argparse.Namespace, inputs: Sequence[str]) -> None:
+    """Before any work: every output can be written where it is asked for, and none of them
+    is one of the command's ``inputs`` (files, not folders or globs)."""
+    written = _written(args)
+    if not (args.command == "export" and args.to == "hf"):  # save_hf makes its folder
+        for path in written:
+            _files.check_target(path)
+    _files.refuse_overwriting(written, inputs)
+
+
+def _input_paths(args: argparse.Namespace) -> list[str] | None:
+    """The files INPUTS stand for (``None``: none given, the standard library is the corpus)."""
+    return _inputs.expand_paths(args.inputs) if args.inputs else None
 
 
 # ----------------------------------------------------------------------------------------
@@ -219,10 +265,15 @@ def _read_utf8(path: str) -> str:
                          f"offset {exc.start})") from None
 
 
-def _texts(args: argparse.Namespace) -> tuple[list[str], str]:
-    """The texts that stats and plot measure on, and how to describe them."""
-    if args.on:
-        paths = _inputs.expand_paths(args.on, what="--on")
+def _on_paths(args: argparse.Namespace) -> list[str] | None:
+    """The files --on stands for (``None``: not given)."""
+    return _inputs.expand_paths(args.on, what="--on") if args.on else None
+
+
+def _texts(args: argparse.Namespace, paths: list[str] | None) -> tuple[list[str], str]:
+    """The texts that stats and plot measure on (``paths``: :func:`_on_paths`), and how to
+    describe them."""
+    if paths is not None:
         docs = _inputs.documents_of(paths, None, args.text_field)
         source = ", ".join("standard input" if p == "-" else p for p in args.on)
     else:
@@ -238,11 +289,13 @@ def _texts(args: argparse.Namespace) -> tuple[list[str], str]:
 # ----------------------------------------------------------------------------------------
 # train
 
-def _training_inputs(args: argparse.Namespace) -> tuple[Any, str, _inputs.Tally | None, Any]:
+def _training_inputs(args: argparse.Namespace, paths: list[str] | None
+                     ) -> tuple[Any, str, _inputs.Tally | None, Any]:
     """(inputs for train(), description, tally of Python-read documents or None, a function
-    giving a fresh sample of text for the summary or None)."""
+    giving a fresh sample of text for the summary or None), for ``paths`` from
+    :func:`_input_paths`."""
     limits = args.max_bytes is not None or args.max_docs is not None
-    if not args.inputs:
+    if paths is None:
         train_files, held = _inputs.stdlib_split()
         tally = _inputs.Tally()
         docs = tally.count(_inputs.describe_stdlib(train_files),
@@ -251,7 +304,6 @@ def _training_inputs(args: argparse.Namespace) -> tuple[Any, str, _inputs.Tally 
         held_back = (lambda: list(_inputs.stdlib_documents(held)),
                      f"{len(held)} held-back standard-library files")
         return docs, _inputs.describe_stdlib(train_files), tally, held_back
-    paths = _inputs.expand_paths(args.inputs)
     source = ", ".join(args.inputs) + (f" ({len(paths)} files)" if len(paths) != len(args.inputs) else "")
     rereadable = all(p != "-" and os.path.isfile(p) for p in paths)  # not stdin, not a pipe
 
@@ -268,13 +320,34 @@ def _training_inputs(args: argparse.Namespace) -> tuple[Any, str, _inputs.Tally 
     return docs, source, tally, sample
 
 
+def _scripts(args: argparse.Namespace) -> list[str] | None:
+    """--scripts as names: '' means none; an empty name between commas is refused, as
+    ``train(scripts=[""])`` refuses it (a stray comma is a typo, not a script)."""
+    if args.scripts is None:
+        return None
+    if args.simple:
+        raise ValueError("--scripts only applies without --simple")
+    if not args.scripts.strip():
+        return []
+    names = [s.strip() for s in args.scripts.split(",")]
+    if "" in names:
+        raise ValueError(f"--scripts: an empty script name in {args.scripts!r}; separate the names "
+                         f"with single commas, e.g. Han,Thai ('' for no scripts)")
+    return names
+
+
+def _check_min_count(args: argparse.Namespace) -> None:
+    # counts are 64-bit, so a larger threshold is a typo (the API refuses it too, without
+    # naming the option)
+    if args.min_count is not None and args.min_count > 2**64 - 1:
+        raise ValueError(f"--min-count must be at most 2**64 - 1 = {2**64 - 1} (counts are 64-bit), "
+                         f"got {args.min_count}")
+
+
 def _train(args: argparse.Namespace) -> None:
-    if args.scripts is not None:
-        scripts: list[str] | None = [s.strip() for s in args.scripts.split(",") if s.strip()]
-        if args.simple:
-            raise ValueError("--scripts only applies without --simple")
-    else:
-        scripts = None
+    scripts = _scripts(args)
+    _check_min_count(args)
+    paths = None
     settings = dict(vocab_size=args.vocab_size, algorithm=args.algorithm,
                     supermerges=args.supermerges, script_aware=not args.simple, scripts=scripts,
                     greedy_split=args.greedy_split, text_field=args.text_field,
@@ -286,6 +359,7 @@ def _train(args: argparse.Namespace) -> None:
             raise ValueError("--ray counts INPUTS; a count file is already counted")
         if args.max_bytes is not None or args.max_docs is not None:
             raise ValueError("--max-bytes and --max-docs limit reading text; a count file holds no text")
+        _check_outputs(args, [args.from_counts])
         inputs, source, tally, sample = None, args.from_counts, None, None
         settings.update(counts=args.from_counts)
     else:
@@ -293,7 +367,9 @@ def _train(args: argparse.Namespace) -> None:
             raise ValueError("--max-bytes and --max-docs do not apply with --ray (Ray counts whole files)")
         if args.ray is not None and not args.inputs:
             raise ValueError("--ray needs INPUTS (files the Ray workers can read)")
-        inputs, source, tally, sample = _training_inputs(args)
+        paths = _input_paths(args)
+        _check_outputs(args, paths or [])
+        inputs, source, tally, sample = _training_inputs(args, paths)
         if args.ray is not None:  # the workers read the files themselves, whatever their kind
             inputs = args.inputs
             settings.update(executor="ray", ray_address=args.ray or None)
@@ -324,17 +400,13 @@ def _train(args: argparse.Namespace) -> None:
     if supers:
         print("first superwords: " + "  ".join(_display.readable(s) for s in supers))
     if not args.no_compare and sample is not None:
-        print(_compression_summary(tok, args, settings, sample))
+        print(_compression_summary(tok, args, settings, sample, paths))
 
 
 def _count(args: argparse.Namespace) -> None:
     from . import _counts
-    if args.scripts is not None:
-        if args.simple:
-            raise ValueError("--scripts only applies without --simple")
-        scripts: list[str] | None = [s.strip() for s in args.scripts.split(",") if s.strip()]
-    else:
-        scripts = None
+    scripts = _scripts(args)
+    _check_min_count(args)
     options: dict[str, Any] = dict(script_aware=not args.simple, scripts=scripts, text_field=args.text_field,
                                    runs=not args.no_runs, min_count=args.min_count, threads=args.threads,
                                    backend=args.backend)
@@ -343,10 +415,13 @@ def _count(args: argparse.Namespace) -> None:
             raise ValueError("--max-bytes and --max-docs do not apply with --ray (Ray counts whole files)")
         if not args.inputs:
             raise ValueError("--ray needs INPUTS (files the Ray workers can read)")
+        _check_outputs(args, args.inputs)
         inputs, source = args.inputs, ", ".join(args.inputs)
         options.update(executor="ray", ray_address=args.ray or None)
     else:
-        inputs, source, _, _ = _training_inputs(args)
+        paths = _input_paths(args)
+        _check_outputs(args, paths or [])
+        inputs, source, _, _ = _training_inputs(args, paths)
     if not args.quiet:
         where = " on Ray" if args.ray is not None else ""
         print(f"counting {source}{where}", file=sys.stderr)
@@ -364,6 +439,9 @@ def _count(args: argparse.Namespace) -> None:
 
 def _merge_counts(args: argparse.Namespace) -> None:
     from . import _counts
+    # the output may be one of the inputs (`merge-counts all.swc new.swc -o all.swc` adds to
+    # all.swc): every input is read in full before the sum replaces the file atomically
+    _check_outputs(args, [])
     merged = _counts.merge_counts(args.counts, backend=args.backend)
     merged.save(args.output)
     print(f"wrote {args.output}: {len(args.counts)} count files merged, {merged.documents:,} documents, "
@@ -371,7 +449,7 @@ def _merge_counts(args: argparse.Namespace) -> None:
 
 
 def _compression_summary(tok: _api.Tokenizer, args: argparse.Namespace, settings: dict[str, Any],
-                         sample: tuple[Any, str]) -> str:
+                         sample: tuple[Any, str], paths: list[str] | None) -> str:
     """One line: the new model's bytes per token, against its phase-1 word model."""
     make_texts, where = sample
     texts = make_texts()
@@ -386,7 +464,7 @@ def _compression_summary(tok: _api.Tokenizer, args: argparse.Namespace, settings
         if not args.quiet:
             print("training BPE at the same vocab size for the comparison (--no-compare skips it)",
                   file=sys.stderr)
-        inputs = _training_inputs(args)[0]
+        inputs = _training_inputs(args, paths)[0]
         with warnings.catch_warnings():  # a shortfall was already reported for the model itself
             warnings.simplefilter("ignore", _api.TrainingShortfall)
             word = _api.train(inputs, **again)
@@ -422,7 +500,7 @@ def _names(paths: list[str]) -> list[str]:
 
 def _stats(args: argparse.Namespace) -> None:
     models = [_api.Tokenizer.load(m) for m in args.models]
-    texts, source = _texts(args)
+    texts, source = _texts(args, _on_paths(args))
     results = stats.evaluate(models, texts, names=_names(args.models))
     if args.json:
         json.dump({"text": {"source": source, "documents": len(texts), "bytes": results[0]["bytes"]},
@@ -458,8 +536,10 @@ def _fmt(value: float, label: str) -> str:
 def _plot(args: argparse.Namespace) -> None:
     from . import plot  # says which extra to install when matplotlib is missing
     plot.require_matplotlib()
+    paths = _on_paths(args)
+    _check_outputs(args, [*(f for m in args.models for f in _model_files(m)), *(paths or [])])
     models = [_api.Tokenizer.load(m) for m in args.models]
-    texts, source = _texts(args)
+    texts, source = _texts(args, paths)
     plot.plot(models, texts, args.output, names=_names(args.models), source=source)
     print(f"wrote {args.output}")
 
@@ -468,17 +548,15 @@ def _plot(args: argparse.Namespace) -> None:
 # vocab, encode
 
 def _vocab(args: argparse.Namespace) -> None:
+    # checked before the model is read; the same limit on counted repeats as model files'
+    # patterns get: `x{999999999}` would otherwise take all memory while compiling
+    pattern = None if args.grep is None else _pretok.compile_pattern(args.grep, "--grep")
     tok = _api.Tokenizer.load(args.model)
     model = stats.read_model_text(tok.model_text(), args.model)
     rows = [(i, raw, model.counts[i], sup) for i, raw, sup in tok]
     if args.superwords:
         rows = [r for r in rows if r[3]]
-    if args.grep is not None:
-        import regex
-        try:
-            pattern = regex.compile(args.grep)
-        except regex.error as exc:
-            raise ValueError(f"--grep: not a valid regular expression ({exc})") from None
+    if pattern is not None:
         rows = [r for r in rows if pattern.search(r[1].decode("utf-8", "replace"))]
     if args.top is not None:
         rows = sorted(rows, key=lambda r: (-r[2], r[0]))[:args.top]
