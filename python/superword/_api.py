@@ -578,10 +578,11 @@ class Tokenizer:
         from . import _export
         roles = {"bos_token": bos_token, "eos_token": eos_token, "pad_token": pad_token,
                  "unk_token": unk_token}
+        texts = None if sample is None else _export.sample_texts(sample)  # checked before writing
         _export.save_hf(self, directory, overwrite, roles, model_max_length)
-        if sample is None:
+        if texts is None:
             return None
-        return _export.hf_agreement(self, os.fspath(directory), list(sample))
+        return _export.hf_agreement(self, os.fspath(directory), texts)
 
     @classmethod
     def from_hf(cls, path: str | os.PathLike[str], backend: str | None = None) -> Tokenizer:

@@ -113,10 +113,6 @@ def _split_alternatives(pattern: str) -> list[str]:
     return parts
 
 
-def _script_letters(scripts: list[str]) -> str:
-    return "".join(rf"\p{{{s}}}" for s in scripts)
-
-
 #: Bits of ``_data/classes.txt`` (the GPT-4o classes, Unicode 17.0) by the name used in patterns.
 _CLASS_BITS = {"Lu": 0x01, "Ll": 0x02, "Lt": 0x04, "Lm": 0x08, "Lo": 0x10, "M": 0x20, "N": 0x40,
                "L": 0x1F, "s": 0x80}
@@ -141,23 +137,61 @@ def _script_ranges() -> dict[str, list[tuple[int, int]]]:
 
 
 def _ranges_text(ranges: Iterable[tuple[int, int]]) -> str:
-    r"""Class members ``\x{..}-\x{..}`` (both Oniguruma and Rust's regex read them)."""
-    merged: list[list[int]] = []
-    for lo, hi in sorted(ranges):
-        if merged and lo <= merged[-1][1] + 1:
-            merged[-1][1] = max(merged[-1][1], hi)
-        else:
-            merged.append([lo, hi])
-    return "".join(rf"\x{{{lo:X}}}" if lo == hi else rf"\x{{{lo:X}}}-\x{{{hi:X}}}" for lo, hi in merged)
+    r"""Class members ``\x{..}-\x{..}`` (both Oniguruma and Rust's regex read them; the
+    ``regex`` module does not, so :func:`load_hf` rewrites them on reading)."""
+    return "".join(rf"\x{{{lo:X}}}" if lo == hi else rf"\x{{{lo:X}}}-\x{{{hi:X}}}"
+                   for lo, hi in _normalized(ranges))
+
+
+def _ranges(name: str) -> list[tuple[int, int]]:
+    """The code point ranges of a class name (``L``, ``s``, ...) or a script name."""
+    if name in _CLASS_BITS:
+        bits = _CLASS_BITS[name]
+        return [(lo, hi) for lo, hi, m in _class_ranges() if m & bits]
+    if name not in _script_ranges():
+        raise ValueError(f"unknown script {name!r}")
+    return _script_ranges()[name]
 
 
 def _members(name: str) -> str:
-    if name in _CLASS_BITS:
-        bits = _CLASS_BITS[name]
-        return _ranges_text((lo, hi) for lo, hi, m in _class_ranges() if m & bits)
-    if name not in _script_ranges():
-        raise ValueError(f"unknown script {name!r}")
-    return _ranges_text(_script_ranges()[name])
+    return _ranges_text(_ranges(name))
+
+
+def _normalized(ranges: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Sorted, disjoint, non-touching ranges covering the same code points."""
+    out: list[tuple[int, int]] = []
+    for lo, hi in sorted(ranges):
+        if out and lo <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
+    return out
+
+
+def _minus(a: Iterable[tuple[int, int]], b: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The code points of ``a`` that are not in ``b``.
+
+    >>> _minus([(0, 9)], [(3, 4), (8, 20)])
+    [(0, 2), (5, 7)]
+    """
+    out, cut = [], _normalized(b)
+    for lo, hi in _normalized(a):
+        for c_lo, c_hi in cut:
+            if c_hi < lo or c_lo > hi:
+                continue
+            if c_lo > lo:
+                out.append((lo, c_lo - 1))
+            lo = c_hi + 1
+            if lo > hi:
+                break
+        if lo <= hi:
+            out.append((lo, hi))
+    return out
+
+
+def _intersection(a: Iterable[tuple[int, int]], b: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    a = _normalized(a)
+    return _minus(a, _minus(a, b))
 
 
 def explicit_classes(pattern: str) -> str:
@@ -221,12 +255,18 @@ def hf_pattern(settings: _model.Settings, coarse: bool) -> str:
     alternatives = _split_alternatives(GPT4O)
     words, rest = alternatives[:_WORD_ALTERNATIVES], alternatives[_WORD_ALTERNATIVES:]
     if script_aware:
-        letters = _script_letters(scripts or [])
-        # word letters: each class minus the configured scripts' letters
+        # The set operations are done here, on explicit ranges, rather than written as
+        # Oniguruma's `[a&&[^b]]`: the `regex` module (the reference backend) reads `&&` and a
+        # nested class literally, so such a pattern would not survive Tokenizer.from_hf.
+        in_scripts = [r for s in scripts or [] for r in _ranges(s)]
         upper, lower = r"\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}", r"\p{Ll}\p{Lm}\p{Lo}\p{M}"
-        words = [w.replace(f"[{upper}]", f"[{upper}&&[^{letters}]]").replace(f"[{lower}]", f"[{lower}&&[^{letters}]]")
-                 for w in words]
-        words = [rf" ?[\p{{L}}&&[{letters}]]\p{{M}}*", *words]
+        # word letters: each class minus the configured scripts' code points
+        for cls, names in ((upper, ("Lu", "Lt", "Lm", "Lo", "M")), (lower, ("Ll", "Lm", "Lo", "M"))):
+            others = _ranges_text(_minus([r for n in names for r in _ranges(n)], in_scripts))
+            words = [w.replace(f"[{cls}]", f"[{others}]") for w in words]
+        script_letters = _intersection(_ranges("L"), in_scripts)
+        if script_letters:
+            words = [rf" ?[{_ranges_text(script_letters)}]\p{{M}}*", *words]
     if coarse:
         words = ["(?:" + "|".join(words) + ")+"]
     return explicit_classes("|".join([*words, *rest]))
@@ -282,8 +322,11 @@ def _roles(model: _model.Model, roles: dict[str, str | None]) -> dict[str, str]:
         if not isinstance(token, str) or not token:
             raise ValueError(f"{role} must be a non-empty str, got {token!r}")
         if token not in model.special_tokens:
-            model.special_tokens[token] = len(model.vocab) + len(model.special_tokens)
+            # the next free id: one past every id in use (special ids need not be contiguous)
+            model.special_tokens[token] = max([len(model.vocab) - 1, *model.special_tokens.values()]) + 1
         out[role] = token
+    from ._api import _check_special_overlaps  # the rule Tokenizer.from_hf applies on reading
+    _check_special_overlaps(list(model.special_tokens))
     return out
 
 
@@ -294,6 +337,13 @@ def save_hf(tok: Any, directory: str | os.PathLike[str], overwrite: bool = False
     A directory holding other files is refused unless ``overwrite=True`` (then the three files
     are replaced; nothing else is touched).  All files are written to a temporary directory
     first and renamed into place."""
+    if not isinstance(overwrite, bool):
+        raise TypeError(f"overwrite must be True or False, got {type(overwrite).__name__}")
+    if model_max_length is not None:
+        if isinstance(model_max_length, bool) or not isinstance(model_max_length, int):
+            raise TypeError(f"model_max_length must be an int, got {type(model_max_length).__name__}")
+        if model_max_length < 1:
+            raise ValueError(f"model_max_length must be at least 1, got {model_max_length}")
     model = model_of(tok)
     directory = os.fspath(directory)
     if os.path.exists(directory):
@@ -308,16 +358,38 @@ def save_hf(tok: Any, directory: str | os.PathLike[str], overwrite: bool = False
         "tokenizer_config.json": json.dumps(_config(model, named, model_max_length), ensure_ascii=False, indent=1),
         "special_tokens_map.json": json.dumps(named, ensure_ascii=False, indent=1),
     }
-    os.makedirs(directory, exist_ok=True)
-    staging = tempfile.mkdtemp(prefix=".superword-", dir=directory)
+    try:
+        os.makedirs(directory, exist_ok=True)
+        staging = tempfile.mkdtemp(prefix=".superword-", dir=directory)
+    except OSError as exc:  # name the directory asked for, not a part of its path
+        raise OSError(exc.errno, f"cannot create the directory {directory} ({exc.strerror or exc})") from None
     try:
         for name, text in texts.items():
             with open(os.path.join(staging, name), "w", encoding="utf-8", newline="\n") as f:
                 f.write(text + "\n")
         for name in texts:
             os.replace(os.path.join(staging, name), os.path.join(directory, name))
+    except OSError as exc:
+        raise OSError(exc.errno, f"cannot write the tokenizer files into {directory} "
+                                 f"({exc.strerror or exc})") from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def sample_texts(sample: Any) -> list[str]:
+    """The documents of ``save_hf``'s ``sample``, checked before any file is written."""
+    if isinstance(sample, (str, bytes)) or not isinstance(sample, Iterable):
+        raise TypeError(f"sample must be an iterable of documents (str), not {type(sample).__name__}")
+    texts = list(sample)
+    for n, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise TypeError(f"sample document {n} must be a str, not {type(text).__name__}")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValueError(f"sample document {n} contains a lone surrogate "
+                             f"U+{ord(text[exc.start]):04X} at index {exc.start}") from None
+    return texts
 
 
 def _config(model: _model.Model, named: dict[str, str], model_max_length: int | None) -> dict[str, Any]:
@@ -368,10 +440,78 @@ def agreement(ours: list[list[int]], theirs: list[list[int]]) -> dict[str, float
 
 # -- reading tokenizer.json -------------------------------------------------------------------
 
+#: The largest id a tokenizer.json may give: ids are 32-bit in the Rust core, and there
+#: 2**32 - 1 means "no rank" (the ranks reader refuses it too).
+MAX_HF_ID = 2**32 - 2
+
+
+def _kind(value: Any) -> str:
+    """What a JSON value is, for error messages (never its text: it may be huge or deep)."""
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        return f"the string {value[:40]!r}" + ("..." if len(value) > 40 else "")
+    if isinstance(value, (int, float)):
+        return f"the number {value!r}" if len(repr(value)) <= 40 else "a number too large"
+    return "a list" if isinstance(value, list) else "an object"
+
+
+def _hf_id(value: Any, name: str, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name}: {what} has id {_kind(value)}; ids are integers")
+    if not 0 <= value <= MAX_HF_ID:
+        raise ValueError(f"{name}: {what} has id {value if abs(value) < 10**20 else 'out of range'}; "
+                         f"ids go from 0 to {MAX_HF_ID}")
+    return value
+
+
+def _from_oniguruma(pattern: str, name: str) -> str:
+    r"""A ``tokenizer.json`` regex (Oniguruma syntax) in the syntax that both of our engines
+    read the same way: ``\x{HHHH}`` (which superword's own exports use, see
+    :func:`explicit_classes`) becomes ``\uHHHH`` or ``\UHHHHHHHH``, since the ``regex`` module
+    has no ``\x{..}``.  A class intersection ``&&`` is refused: ``regex`` (the reference
+    backend) would read it as two ampersands, the Rust core as an intersection.
+
+    >>> print(_from_oniguruma(r"[\x{41}-\x{1F600}]+\\x{41}", "t"))
+    [\u0041-\U0001F600]+\\x{41}
+    """
+    out, i, depth = [], 0, 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\" and pattern.startswith("x{", i + 1):
+            end = pattern.find("}", i)
+            digits = pattern[i + 3:end] if end > 0 else ""
+            if not 0 < len(digits) <= 8 or any(d not in "0123456789abcdefABCDEF" for d in digits) \
+                    or int(digits, 16) > 0x10FFFF:
+                raise ValueError(f"{name}: the pre_tokenizer regex has an escape that is not a code "
+                                 f"point at position {i}: {pattern[i:i + 14]!r}")
+            point = int(digits, 16)
+            out.append(f"\\u{point:04X}" if point <= 0xFFFF else f"\\U{point:08X}")
+            i = end + 1
+            continue
+        if c == "\\":
+            out.append(pattern[i:i + 2])
+            i += 2
+            continue
+        if c == "[":
+            depth += 1
+        elif c == "]" and depth:
+            depth -= 1
+        elif c == "&" and depth and pattern.startswith("&&", i):
+            raise ValueError(f"{name}: the pre_tokenizer regex intersects character classes (&& at "
+                             f"position {i}); superword's reference regex engine does not read that, "
+                             f"so it is not supported")
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
 def _hf_pretokenizer_pattern(pre: Any, name: str) -> str:
     """The findall pattern equal to a byte-level ``pre_tokenizer`` section."""
     if not isinstance(pre, dict):
-        raise ValueError(f"{name}: a byte-level BPE needs a ByteLevel pre_tokenizer (found {pre!r})")
+        raise ValueError(f"{name}: a byte-level BPE needs a ByteLevel pre_tokenizer (found {_kind(pre)})")
     if pre.get("type") == "ByteLevel":
         if pre.get("add_prefix_space"):
             raise ValueError(f"{name}: ByteLevel with add_prefix_space=true is not supported "
@@ -380,41 +520,59 @@ def _hf_pretokenizer_pattern(pre: Any, name: str) -> str:
             raise ValueError(f"{name}: ByteLevel without a regex splits nothing; not supported")
         return GPT2_PATTERN
     if pre.get("type") == "Sequence":
-        parts = pre.get("pretokenizers") or []
-        if (len(parts) == 2 and parts[0].get("type") == "Split" and parts[1].get("type") == "ByteLevel"
+        parts = pre.get("pretokenizers")
+        if (isinstance(parts, list) and len(parts) == 2 and all(isinstance(p, dict) for p in parts)
+                and parts[0].get("type") == "Split" and parts[1].get("type") == "ByteLevel"
                 and not parts[1].get("use_regex", True) and not parts[1].get("add_prefix_space")
                 and parts[0].get("behavior") == "Isolated" and not parts[0].get("invert")
-                and "Regex" in (parts[0].get("pattern") or {})):
-            return str(parts[0]["pattern"]["Regex"])
-    raise ValueError(f"{name}: unsupported pre_tokenizer {json.dumps(pre)[:200]}; superword reads "
+                and isinstance(parts[0].get("pattern"), dict) and "Regex" in parts[0]["pattern"]):
+            regex_text = parts[0]["pattern"]["Regex"]
+            if not isinstance(regex_text, str):
+                raise ValueError(f"{name}: the Split pre_tokenizer's Regex is {_kind(regex_text)}, "
+                                 f"not a string")
+            return regex_text
+    try:
+        shown = json.dumps(pre)[:200]
+    except (RecursionError, ValueError):
+        shown = _kind(pre)
+    raise ValueError(f"{name}: unsupported pre_tokenizer {shown}; superword reads "
                      f"ByteLevel (GPT-2) or Sequence[Split(Regex, Isolated), ByteLevel(use_regex=false)] "
                      f"(Llama-3 style)")
 
 
 def _parse_hf(path: str) -> tuple[dict[bytes, int], list[tuple[bytes, bytes]], dict[str, int], str]:
+    """The vocab, merges, added tokens and pattern of a ``tokenizer.json``, each checked for
+    type and range here, so that a bad file is named as such (and nothing is built from it)."""
     name = os.path.basename(path)
     try:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
+    except UnicodeDecodeError:  # before ValueError, of which it is one
+        raise ValueError(f"{name} is not UTF-8 text") from None
     except json.JSONDecodeError as exc:
         raise ValueError(f"{name} is not valid JSON (truncated?): {exc}") from None
-    except UnicodeDecodeError:
-        raise ValueError(f"{name} is not UTF-8 text") from None
+    except RecursionError:
+        raise ValueError(f"{name}: its JSON is nested too deeply to be a tokenizer.json") from None
+    except ValueError as exc:  # e.g. an integer of more digits than Python converts
+        raise ValueError(f"{name} cannot be read as JSON: {exc}") from None
     if not isinstance(data, dict) or not isinstance(data.get("model"), dict):
         raise ValueError(f"{name}: no 'model' section; not a tokenizers tokenizer.json")
     model = data["model"]
     kind = model.get("type")
     if kind != "BPE":
-        raise ValueError(f"{name}: model type {kind!r} cannot be represented by superword; "
-                         f"only byte-level BPE (GPT-2 / Llama-3 style) is supported")
+        shown = repr(kind) if isinstance(kind, str) else _kind(kind)
+        raise ValueError(f"{name}: model type {shown} cannot be "
+                         f"represented by superword; only byte-level BPE (GPT-2 / Llama-3 style) is supported")
     if data.get("normalizer") is not None:
         raise ValueError(f"{name}: a normalizer changes the text before BPE; not supported")
     for key in ("continuing_subword_prefix", "end_of_word_suffix", "dropout"):
         if model.get(key):
-            raise ValueError(f"{name}: BPE option {key}={model[key]!r} is not supported")
-    decoder = data.get("decoder") or {}
-    if decoder.get("type") != "ByteLevel":
-        raise ValueError(f"{name}: not a byte-level BPE (decoder {decoder.get('type')!r}, expected ByteLevel)")
+            raise ValueError(f"{name}: BPE option {key}={_kind(model[key])} is not supported")
+    decoder = data.get("decoder")
+    decoder_type = decoder.get("type") if isinstance(decoder, dict) else None
+    if decoder_type != "ByteLevel":
+        found = _kind(decoder_type) if isinstance(decoder, dict) else _kind(decoder)
+        raise ValueError(f"{name}: not a byte-level BPE (decoder {found}, expected ByteLevel)")
     pattern = _hf_pretokenizer_pattern(data.get("pre_tokenizer"), name)
 
     def parse(token: str) -> bytes:
@@ -425,27 +583,65 @@ def _parse_hf(path: str) -> tuple[dict[bytes, int], list[tuple[bytes, bytes]], d
 
     vocab_section = model.get("vocab")
     if not isinstance(vocab_section, dict):
-        raise ValueError(f"{name}: the BPE model has no vocab")
-    vocab = {parse(t): i for t, i in vocab_section.items()}
+        raise ValueError(f"{name}: the BPE model has no vocab (found {_kind(vocab_section)})")
+    vocab: dict[bytes, int] = {}
+    token_of: dict[int, str] = {}
+    for t, i in vocab_section.items():
+        i = _hf_id(i, name, f"vocab token {t!r}")
+        if not t:
+            raise ValueError(f"{name}: the vocab has an empty token (id {i})")
+        if i in token_of:
+            raise ValueError(f"{name}: vocab tokens {token_of[i]!r} and {t!r} have the same id {i}")
+        vocab[parse(t)] = i
+        token_of[i] = t
+    merges_section = model.get("merges", [])
+    if not isinstance(merges_section, list):
+        raise ValueError(f"{name}: the BPE merges are {_kind(merges_section)}, not a list")
     merges = []
-    for n, m in enumerate(model.get("merges") or []):
+    for n, m in enumerate(merges_section):
         pair = m.split(" ") if isinstance(m, str) else m
-        if not isinstance(pair, list) or len(pair) != 2:
-            raise ValueError(f"{name}: merge {n} is not a pair: {m!r}")
+        if not isinstance(pair, list) or len(pair) != 2 or not all(isinstance(p, str) for p in pair):
+            shown = repr(m) if isinstance(m, str) else _kind(m)
+            raise ValueError(f"{name}: merge {n} is not a pair of tokens: {shown}")
         merges.append((parse(pair[0]), parse(pair[1])))
-    special = {t["content"]: int(t["id"]) for t in data.get("added_tokens") or []}
+    added = data.get("added_tokens")
+    if added is None:
+        added = []
+    if not isinstance(added, list):
+        raise ValueError(f"{name}: added_tokens is {_kind(added)}, not a list")
+    special: dict[str, int] = {}
+    content_of: dict[int, str] = {}
+    for n, t in enumerate(added):
+        content = t.get("content") if isinstance(t, dict) else None
+        if not isinstance(content, str) or not content:
+            raise ValueError(f"{name}: added token {n} has no content (a non-empty string)")
+        if "id" not in t:
+            raise ValueError(f"{name}: added token {content!r} has no id")
+        i = _hf_id(t["id"], name, f"added token {content!r}")
+        if content in special:
+            raise ValueError(f"{name}: added token {content!r} appears twice (ids {special[content]} and {i})")
+        if i in content_of:
+            raise ValueError(f"{name}: added tokens {content_of[i]!r} and {content!r} have the same id {i}")
+        special[content] = i
+        content_of[i] = content
     return vocab, merges, special, pattern
 
 
 def load_hf(path: str) -> tuple[str, str, dict[str, int]]:
     """Check a byte-level BPE ``tokenizer.json`` and return ``(tiktoken ranks text, pattern,
-    special tokens)``: the model as a rank-based BPE.
+    special tokens)``: the model as a rank-based BPE, with the pattern in the syntax of our
+    regex engines (:func:`_from_oniguruma`).  Everything the ranks reader would refuse is
+    refused here, naming the file, not the temporary ranks file.
 
     Stock BPE merges the pair with the lowest *merge* rank; a ranks model joins the two parts
     whose *concatenation* has the lowest rank.  The two agree when merge ``k`` makes the token
     of the ``k``-th smallest id among merged tokens and no two tokens share a merge result,
     which is what ``tokenizers``' trainer (and GPT-2, Llama-3) produce; other files are refused.
+    So are superword's own exports of BoundlessBPE and SuperBPE models, whose supermerges come
+    after every regular merge in the file whatever their ids (see the module notes).
     """
+    from ._api import _check_special_overlaps
+    from .reference.pretokenize import compile_pattern
     vocab, merges, special, pattern = _parse_hf(path)
     name = os.path.basename(path)
     made = []
@@ -456,7 +652,8 @@ def load_hf(path: str) -> tuple[str, str, dict[str, int]]:
         made.append(vocab[a + b])
     if made != sorted(made) or len(set(made)) != len(made):
         raise ValueError(f"{name}: the merges do not create tokens in increasing id order; such a "
-                         f"BPE cannot be represented as ranks exactly")
+                         f"BPE cannot be represented as ranks exactly (for a superword BoundlessBPE or "
+                         f"SuperBPE export, load its .model file instead)")
     made_ids, special_ids = set(made), set(special.values())
     single = [t for t, i in vocab.items() if len(t) > 1 and i not in made_ids and i not in special_ids]
     if single:
@@ -466,6 +663,16 @@ def load_hf(path: str) -> tuple[str, str, dict[str, int]]:
     for s, i in special.items():
         if i in ids and vocab.get(s.encode("utf-8")) != i:
             raise ValueError(f"{name}: special token {s!r} has id {i}, which a vocab token uses")
+    if not any(i not in special_ids for i in ids):
+        raise ValueError(f"{name}: the vocab has no tokens besides the added ones")
+    try:
+        _check_special_overlaps(list(special))
+    except ValueError as exc:
+        raise ValueError(f"{name}: {exc}") from None
+    pattern = _from_oniguruma(pattern, name)
+    if compile_pattern(pattern, f"{name}: the pre_tokenizer regex").match(""):
+        raise ValueError(f"{name}: the pre_tokenizer regex matches the empty string; superword "
+                         f"cannot split text with it as tokenizers does")
     text = "".join(f"{base64.b64encode(t).decode('ascii')} {i}\n" for t, i in vocab.items()
                    if i not in special_ids)
     return text, pattern, special

@@ -75,7 +75,11 @@ class SuperwordTokenizer(PreTrainedTokenizer):
         return i
 
     def _convert_id_to_token(self, index: int) -> str:
-        return self._tokens[index]
+        token = self._tokens.get(index)
+        if token is None:  # named as Tokenizer.decode names it, not as a bare KeyError
+            raise ValueError(f"token id {index!r} is out of range (no token of this superword model "
+                             f"has this id)")
+        return token
 
     def _tokenize(self, text: str, **kwargs: Any) -> list[str]:
         return [self._tokens[i] for i in self.sw.encode_ordinary(text)]
