@@ -164,6 +164,21 @@ def test_runs_that_hold_a_pretoken_more_often_than_it_is_counted_are_refused(tmp
     assert superword.load_counts(tmp_path / "ok.swc", backend=backend).most_common() == [(" of", 9), (" on", 2)]
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_count_file_whose_pattern_does_not_compile_is_named_when_read(tmp_path, backend):
+    # (found only by training before, in words that did not name the file)
+    cases = {"open.swc": ("(unclosed", "pattern is not a valid regular expression"),
+             "huge.swc": ("x{999999999}", "pattern is too large to compile"),
+             "posix.swc": ("[[:alpha:]]+|.", "pattern uses a POSIX class")}
+    for name, (pattern, message) in cases.items():
+        settings = countfile.CountSettings(pattern, None, None, superword.reference.pretokenize.MERGE_PATTERN, True)
+        (tmp_path / name).write_bytes(countfile.to_bytes(ref_count.Counts({"ab": 3}, {}, 1, 3), settings))
+        with pytest.raises(ValueError, match=rf"{name}: {message}"):
+            superword.load_counts(tmp_path / name, backend=backend)
+        with pytest.raises(ValueError, match=rf"{name}: {message}"):
+            superword.train(counts=str(tmp_path / name), vocab_size=300, backend=backend)
+
+
 def _with_crc(data: bytes) -> bytes:
     return data[:-4] + struct.pack("<I", zlib.crc32(data[:-4]))
 

@@ -85,7 +85,7 @@ class Counts:
         backend = _resolve_backend(backend)
         path = os.fspath(path)
         impl = _core_module().Counts.load(path) if backend == "rust" else ReferenceCounts.load(path)
-        return cls(impl, backend)
+        return _checked(cls(impl, backend), path)
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the count file atomically (a reader sees the old file or the new one)."""
@@ -174,9 +174,23 @@ class Counts:
 def _impl_from_bytes(data: bytes, name: str, backend: str) -> Any:
     """A backend's counts from a count file's bytes (errors name ``name``)."""
     from ._api import _core_module
-    if backend == "rust":
-        return _core_module().Counts.from_bytes(data, name)
-    return ReferenceCounts.from_bytes(data, name)
+    read = _core_module().Counts.from_bytes if backend == "rust" else ReferenceCounts.from_bytes
+    impl = read(data, name)
+    return _checked(Counts(impl, backend), name)._impl
+
+
+def _checked(counts: Counts, name: str) -> Counts:
+    """``counts`` read from ``name``, once its pre-tokenization compiles in its backend: a bad
+    pattern in a count file was found only by training, in words that did not name the file."""
+    from ._api import _core_module
+    try:
+        if counts.backend == "rust":
+            _core_module().pretokenize("", counts.pattern, counts.script_pattern, counts.scripts)
+        else:
+            _pretok.Pretokenizer(counts.pattern, counts.script_pattern, counts.scripts)
+    except ValueError as exc:
+        raise ValueError(f"{name}: {exc}") from None
+    return counts
 
 
 def _check_min_count(min_count: object) -> int:
