@@ -17,7 +17,8 @@
 //!
 //! The built-in patterns never come here (hand-written matchers).  What the rewrite cannot
 //! reach: a multi-line flag set only for part of a pattern (`(?m:..)`: then `$` is left as it
-//! is everywhere), and properties other than those above.
+//! is everywhere; verbose mode likewise, whose comments are then skipped everywhere), and
+//! properties other than those above.
 
 use super::classes::{LL, LM, LO, LT, LU, M, N};
 use crate::error::{Error, Result};
@@ -86,8 +87,8 @@ fn ranges(mask: u8, negated: bool) -> String {
     out
 }
 
-/// Does the pattern set the multi-line flag anywhere (`(?m)`, `(?im:..)`)?
-fn multi_line(p: &[char]) -> bool {
+/// Does the pattern set inline flag `flag` anywhere (`(?m)`, `(?im:..)`)?
+fn sets_flag(p: &[char], flag: char) -> bool {
     let mut i = 0;
     while i + 2 < p.len() {
         if p[i] == '\\' {
@@ -96,7 +97,7 @@ fn multi_line(p: &[char]) -> bool {
         }
         if p[i] == '(' && p[i + 1] == '?' {
             let flags = p[i + 2..].iter().take_while(|c| c.is_ascii_alphabetic());
-            if flags.clone().any(|&c| c == 'm') {
+            if flags.clone().any(|&c| c == flag) {
                 return true;
             }
         }
@@ -157,7 +158,10 @@ pub fn posix_class_error(what: &str) -> Error {
 /// `pattern` (Python `regex` syntax) rewritten for `fancy-regex` (see the module notes).
 pub fn to_fancy(pattern: &str, what: &str) -> Result<String> {
     let p: Vec<char> = pattern.chars().collect();
-    let multi = multi_line(&p);
+    let multi = sets_flag(&p, 'm');
+    // (in verbose mode a `#` outside a set starts a comment to the end of the line: copied as
+    // it is, so that a `[` or `$` there is not read as pattern)
+    let verbose = sets_flag(&p, 'x');
     let mut out = String::with_capacity(pattern.len());
     let mut i = 0;
     let mut in_set = false;
@@ -211,6 +215,15 @@ pub fn to_fancy(pattern: &str, what: &str) -> Result<String> {
             continue;
         }
         match c {
+            '#' if verbose => {
+                let end = p[i..]
+                    .iter()
+                    .position(|&c| c == '\n')
+                    .map_or(p.len(), |k| i + k + 1);
+                out.extend(&p[i..end]);
+                i = end;
+                continue;
+            }
             '[' => {
                 out.push('[');
                 i += 1;
@@ -244,6 +257,11 @@ mod tests {
         let t = |p: &str| to_fancy(p, "pattern").unwrap();
         assert_eq!(t(r"\w+$|\s"), r"\w+(?=\n?\z)|\s");
         assert_eq!(t(r"(?m)\w+$"), r"(?m)\w+$");
+        assert_eq!(
+            t("(?x) a$ # [not a set, nor $\n | b$"),
+            "(?x) a(?=\\n?\\z) # [not a set, nor $\n | b(?=\\n?\\z)"
+        );
+        assert_eq!(t("a#[b]"), r"a#[b]");
         assert_eq!(t(r"a\Z|[\Z]"), r"a\z|[\Z]");
         assert_eq!(t(r"[\w--\d&&x~~y-z]"), r"[\w\-\-\d\&\&x\~\~y-z]");
         assert_eq!(t(r"[a[bc]]"), r"[a\[bc]]");
