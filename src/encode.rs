@@ -24,9 +24,11 @@ use crate::train::ngram::{prefix_set, split_one};
 pub mod batch;
 pub mod cache;
 pub mod decode;
+pub mod specials;
 
 use cache::{PieceCache, Table, CACHED};
 use decode::TokenBytes;
+pub use specials::{Allowed, Part, Specials};
 
 /// Pieces longer than this (in bytes) are merged with a heap instead of a scan.
 const LONG_PIECE: usize = 48;
@@ -81,8 +83,8 @@ pub struct Encoder {
     ngrams: Option<NgramTables>,
     /// the merges and deletions of a model with PickyBPE deletions (then `ranks` is unused)
     picky: Option<Picky>,
-    /// special tokens by text
-    pub special: Vec<(String, TokenId)>,
+    /// special tokens, and what cutting texts at them needs
+    special: Specials,
     /// what pretokens that missed the shortcut became, per thread
     cache: PieceCache,
     /// the tokens' bytes for decoding
@@ -363,7 +365,7 @@ impl Encoder {
             shortcut: ByteMap::new([])?,
             ngrams,
             picky,
-            special: model.special_tokens.clone(),
+            special: Specials::new(model.special_tokens.clone()),
             cache: PieceCache::new(0), // off while `find_reachable` encodes the vocabulary
             decoder: TokenBytes::new(model.vocab.iter().enumerate().map(|(i, t)| (i as TokenId, t))),
         };
@@ -693,32 +695,27 @@ impl Encoder {
 
     /// Token ids of `text`, recognising the special tokens in `allowed` (longest match first).
     pub fn encode(&self, text: &str, allowed: &[String]) -> Result<Vec<TokenId>> {
-        let mut out = Vec::with_capacity(text.len() / 3);
-        Encode::encode_append(self, text, allowed, &mut out)?;
-        Ok(out)
+        Encode::encode(self, text, allowed)
     }
 
     /// Concatenated token bytes; an unknown id is an error naming it and its position.
     pub fn decode_bytes(&self, ids: &[i64]) -> Result<Vec<u8>> {
-        let special = |id: i64| {
-            self.special
-                .iter()
-                .find(|(_, sid)| *sid as i64 == id)
-                .map(|(s, _)| s.as_bytes())
-        };
-        self.decoder.decode(ids, special, |id, position| {
-            let mut specials: Vec<TokenId> = self.special.iter().map(|(_, i)| *i).collect();
-            specials.sort_unstable();
-            let extra = if specials.is_empty() {
-                ")".to_string()
-            } else {
-                format!(" and special ids {specials:?})")
-            };
-            Error::Value(format!(
-                "token id {id} at position {position} is out of range (vocabulary has ids 0..{}{extra}",
-                self.vocab.len() as i64 - 1
-            ))
-        })
+        self.decoder.decode(
+            ids,
+            |id| self.special.text(id),
+            |id, position| {
+                let specials = self.special.ids();
+                let extra = if specials.is_empty() {
+                    ")".to_string()
+                } else {
+                    format!(" and special ids {specials:?})")
+                };
+                Error::Value(format!(
+                    "token id {id} at position {position} is out of range (vocabulary has ids 0..{}{extra}",
+                    self.vocab.len() as i64 - 1
+                ))
+            },
+        )
     }
 }
 
@@ -1083,19 +1080,23 @@ pub trait Encode: Sync {
     /// The bytes of a token id that encoding produced.
     fn token(&self, id: TokenId) -> &[u8];
 
+    /// The special tokens among `names` that this encoder has, ready to cut texts at.
+    fn allowed(&self, names: &[String]) -> Result<Allowed>;
+
     /// Token ids of `text`, recognising the special tokens in `allowed`.
     fn encode(&self, text: &str, allowed: &[String]) -> Result<Vec<TokenId>> {
+        let allowed = self.allowed(allowed)?;
         let mut out = Vec::with_capacity(text.len() / 3);
-        self.encode_append(text, allowed, &mut out)?;
+        self.encode_append(text, &allowed, &mut out)?;
         Ok(out)
     }
 
-    /// Append the ids of `text` to `out`, with the special tokens in `allowed` recognised.
-    fn encode_append(&self, text: &str, allowed: &[String], out: &mut Vec<TokenId>) -> Result<()>;
+    /// Append the ids of `text` to `out`, with the `allowed` special tokens recognised.
+    fn encode_append(&self, text: &str, allowed: &Allowed, out: &mut Vec<TokenId>) -> Result<()>;
 
     /// Many texts in parallel on the current rayon pool, kept by group (see [`batch`]).
     fn encode_batch_groups(&self, texts: &[&str], allowed: &[String]) -> Result<batch::Batch> {
-        batch::encode(self, texts, allowed)
+        batch::encode(self, texts, &self.allowed(allowed)?)
     }
 
     /// Many texts in parallel on the current rayon pool; results keep their order.
@@ -1126,8 +1127,12 @@ impl Encode for Encoder {
         &self.vocab[id as usize]
     }
 
-    fn encode_append(&self, text: &str, allowed: &[String], out: &mut Vec<TokenId>) -> Result<()> {
-        split_specials(text, &self.special, allowed, |part| match part {
+    fn allowed(&self, names: &[String]) -> Result<Allowed> {
+        self.special.allowed(names)
+    }
+
+    fn encode_append(&self, text: &str, allowed: &Allowed, out: &mut Vec<TokenId>) -> Result<()> {
+        allowed.split(text, |part| match part {
             Part::Text(t) => self.encode_into(t, true, out),
             Part::Special(id) => {
                 out.push(id);
@@ -1135,56 +1140,6 @@ impl Encode for Encoder {
             }
         })
     }
-}
-
-/// A stretch of text between special tokens, or a special token's id.
-pub enum Part<'a> {
-    Text(&'a str),
-    Special(TokenId),
-}
-
-/// Cut `text` at the special tokens of `special` that `allowed` names (SPEC 7.1): at each
-/// point the earliest occurrence wins, and at one position the longest.
-pub fn split_specials<'a>(
-    text: &'a str,
-    special: &[(String, TokenId)],
-    allowed: &[String],
-    mut emit: impl FnMut(Part<'a>) -> Result<()>,
-) -> Result<()> {
-    let mut specials: Vec<(&str, TokenId)> = special
-        .iter()
-        .filter(|(s, _)| allowed.iter().any(|a| a == s))
-        .map(|(s, id)| (s.as_str(), *id))
-        .collect();
-    if specials.is_empty() {
-        return if text.is_empty() {
-            Ok(())
-        } else {
-            emit(Part::Text(text))
-        };
-    }
-    specials.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.0.cmp(b.0)));
-    let mut start = 0;
-    while start < text.len() {
-        let next = specials
-            .iter()
-            .filter_map(|(s, id)| text[start..].find(s).map(|i| (start + i, *s, *id)))
-            .min_by_key(|&(i, s, _)| (i, std::cmp::Reverse(s.len())));
-        match next {
-            Some((i, s, id)) => {
-                if i > start {
-                    emit(Part::Text(&text[start..i]))?;
-                }
-                emit(Part::Special(id))?;
-                start = i + s.len();
-            }
-            None => {
-                emit(Part::Text(&text[start..]))?;
-                break;
-            }
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -1412,7 +1367,7 @@ mod tests {
             got.push(ids.to_vec());
             Ok::<(), Error>(())
         };
-        batch::encode_pipelined(&pool, &encoder, &texts, &[], take, |f| f()).unwrap();
+        batch::encode_pipelined(&pool, &encoder, &texts, &Allowed::none(), take, |f| f()).unwrap();
         assert_eq!(got, want);
         // an error of `take` ends the call with it, after exactly the texts before it
         let mut seen = 0;
@@ -1424,7 +1379,8 @@ mod tests {
                 Ok(())
             }
         };
-        let e = batch::encode_pipelined(&pool, &encoder, &texts, &[], failing, |f| f()).unwrap_err();
+        let e =
+            batch::encode_pipelined(&pool, &encoder, &texts, &Allowed::none(), failing, |f| f()).unwrap_err();
         assert_eq!((e.to_string(), seen), ("stop here".to_string(), 1234));
     }
 }

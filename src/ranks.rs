@@ -10,6 +10,7 @@ use rustc_hash::FxHashMap;
 
 use crate::encode::cache::{self, PieceCache, Table, CACHED};
 use crate::encode::decode::TokenBytes;
+use crate::encode::{Allowed, Specials};
 use crate::error::{Error, Result};
 use crate::key::{Block, ByteMap, Prefetched};
 use crate::pretokenize::Matcher;
@@ -33,6 +34,8 @@ pub struct Ranks {
 pub fn parse(text: &str, name: &str) -> Result<Ranks> {
     let mut ranks = FxHashMap::default();
     let mut vocab = FxHashMap::default();
+    // the largest rank and its line
+    let mut top = (0, 0);
     for (i, line) in text.lines().enumerate() {
         if line.is_empty() {
             continue;
@@ -59,11 +62,65 @@ pub fn parse(text: &str, name: &str) -> Result<Ranks> {
         if vocab.insert(rank, bytes).is_some() {
             return Err(bad(&format!("rank {rank} appears twice")));
         }
+        if rank >= top.0 {
+            top = (rank, i + 1);
+        }
     }
     if ranks.is_empty() {
         return Err(Error::Value(format!("{name}: no tokens (an empty ranks file)")));
     }
+    let limit = id_limit(ranks.len());
+    if u64::from(top.0) >= limit {
+        return Err(Error::Value(format!(
+            "{name}, line {}: rank {} is far beyond the {} tokens of the file (ranks may leave gaps, \
+             but must stay below {limit})",
+            top.1,
+            top.0,
+            ranks.len()
+        )));
+    }
     Ok(Ranks { ranks, vocab })
+}
+
+/// How far the ids of a ranks model of `tokens` tokens (ranks and special tokens) may go: they
+/// must stay below this.  Ids may leave gaps (cl100k_base's special tokens do), but not many:
+/// the vocabulary size is the largest id + 1, and Python sizes things by it (`list(tokenizer)`
+/// asked for 32 GB for a 3 KB ranks file with the rank 4294967294).  Small models may use ids
+/// up to about a million whatever their size, as hand-made test files do.
+pub fn id_limit(tokens: usize) -> u64 {
+    (2 * tokens as u64).max(1 << 20)
+}
+
+/// Refuse special tokens that a ranks model read from `name` cannot take: an id beyond
+/// [`id_limit`], the id of a rank, or an id given twice.
+pub fn check_special(ranks: &Ranks, special: &[(String, u32)], name: &str) -> Result<()> {
+    use crate::input::py_repr;
+    let tokens = ranks.ranks.len() + special.len();
+    let limit = id_limit(tokens);
+    let mut seen: FxHashMap<u32, &str> = FxHashMap::default();
+    for (s, id) in special {
+        if u64::from(*id) >= limit {
+            return Err(Error::Value(format!(
+                "special token {} has id {id}, far beyond the {tokens} tokens of this model (ids may \
+                 leave gaps, but must stay below {limit})",
+                py_repr(s)
+            )));
+        }
+        if ranks.vocab.contains_key(id) {
+            return Err(Error::Value(format!(
+                "special token {} has id {id}, which {name} gives to a token",
+                py_repr(s)
+            )));
+        }
+        if let Some(other) = seen.insert(*id, s) {
+            return Err(Error::Value(format!(
+                "special tokens {} and {} both have id {id}",
+                py_repr(other),
+                py_repr(s)
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Read a `.tiktoken` file.
@@ -120,6 +177,10 @@ pub struct RankEncoder {
     cache: PieceCache,
     /// the tokens' bytes for decoding
     decoder: TokenBytes,
+    /// the special tokens, and what cutting texts at them needs
+    specials: Specials,
+    /// the largest id, special tokens included
+    top: u32,
 }
 
 impl RankEncoder {
@@ -136,12 +197,20 @@ impl RankEncoder {
         let lookup = ByteMap::new(tokens.iter().copied())?;
         let cache = PieceCache::seeded(tokens.iter().copied(), cache::default_capacity(tokens.len()))?;
         let decoder = TokenBytes::new(model.vocab.iter().map(|(&i, t)| (i, t.as_slice())));
+        let specials = Specials::new(model.special.clone());
+        let top = (model.vocab.keys())
+            .chain(model.special.iter().map(|(_, id)| id))
+            .max()
+            .copied()
+            .unwrap_or(0);
         Ok(RankEncoder {
             model,
             matcher,
             lookup,
             cache,
             decoder,
+            specials,
+            top,
         })
     }
 
@@ -158,7 +227,9 @@ impl RankEncoder {
 
     /// Load a `.tiktoken` file; `special` gives each special string its id.
     pub fn load(path: &str, pattern: String, special: Vec<(String, u32)>) -> Result<RankEncoder> {
-        let Ranks { ranks, vocab } = read(path)?;
+        let read = read(path)?;
+        check_special(&read, &special, path)?;
+        let Ranks { ranks, vocab } = read;
         RankEncoder::new(RankModel {
             vocab,
             ranks,
@@ -169,15 +240,12 @@ impl RankEncoder {
 
     /// One more than the largest id (ranks need not be contiguous).
     pub fn vocab_size(&self) -> usize {
-        let m = &self.model;
-        let top = m
-            .vocab
-            .keys()
-            .chain(m.special.iter().map(|(_, id)| id))
-            .max()
-            .copied()
-            .unwrap_or(0);
-        top as usize + 1
+        self.top as usize + 1
+    }
+
+    /// The id a special token registered next gets: the one after the largest.
+    pub fn next_id(&self) -> Option<u32> {
+        self.top.checked_add(1)
     }
 
     /// Every token with its id, in id order.
@@ -189,18 +257,15 @@ impl RankEncoder {
 
     /// The bytes of `ids` (special tokens as their text).
     pub fn decode_bytes(&self, ids: &[i64]) -> Result<Vec<u8>> {
-        let special = |id: i64| {
-            let special = &self.model.special;
-            special
-                .iter()
-                .find(|(_, s)| *s as i64 == id)
-                .map(|(t, _)| t.as_bytes())
-        };
-        self.decoder.decode(ids, special, |id, position| {
-            Error::Value(format!(
-                "token id {id} at position {position} is out of range (no token has this id)"
-            ))
-        })
+        self.decoder.decode(
+            ids,
+            |id| self.specials.text(id),
+            |id, position| {
+                Error::Value(format!(
+                    "token id {id} at position {position} is out of range (no token has this id)"
+                ))
+            },
+        )
     }
 
     /// tiktoken's byte-pair merge of one piece that is not a token itself: repeatedly join
@@ -314,9 +379,7 @@ impl RankEncoder {
     }
 
     pub fn encode(&self, text: &str, allowed: &[String]) -> Result<Vec<u32>> {
-        let mut out = Vec::new();
-        crate::encode::Encode::encode_append(self, text, allowed, &mut out)?;
-        Ok(out)
+        crate::encode::Encode::encode(self, text, allowed)
     }
 
     pub fn token_bytes(&self, id: u32) -> Option<&[u8]> {
@@ -337,8 +400,12 @@ impl crate::encode::Encode for RankEncoder {
         self.token_bytes(id).unwrap_or_default()
     }
 
-    fn encode_append(&self, text: &str, allowed: &[String], out: &mut Vec<u32>) -> Result<()> {
-        crate::encode::split_specials(text, &self.model.special, allowed, |part| match part {
+    fn allowed(&self, names: &[String]) -> Result<Allowed> {
+        self.specials.allowed(names)
+    }
+
+    fn encode_append(&self, text: &str, allowed: &Allowed, out: &mut Vec<u32>) -> Result<()> {
+        allowed.split(text, |part| match part {
             crate::encode::Part::Text(t) => self.encode_into(t, out),
             crate::encode::Part::Special(id) => {
                 out.push(id);

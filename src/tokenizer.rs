@@ -151,8 +151,10 @@ impl Tokenizer {
     /// This tokenizer with `tokens` added as special tokens with the next free ids; a token
     /// that is already registered (or named twice) is an error.
     pub fn with_special_tokens(&self, tokens: Vec<String>) -> Result<Tokenizer> {
-        for (i, t) in tokens.iter().enumerate() {
-            if self.special_tokens().iter().any(|(s, _)| s == t) || tokens[..i].contains(t) {
+        let mut seen: rustc_hash::FxHashSet<&str> =
+            self.special_tokens().iter().map(|(s, _)| s.as_str()).collect();
+        for t in &tokens {
+            if !seen.insert(t) {
                 return Err(Error::Value(format!("special token {t:?} is already registered")));
             }
         }
@@ -161,15 +163,16 @@ impl Tokenizer {
                 model, greedy_split, ..
             } => {
                 let mut model = model.clone();
-                model.add_special_tokens(tokens);
+                model.add_special_tokens(tokens)?;
                 Tokenizer::new(model, *greedy_split)
             }
             Tokenizer::Ranks(r) => {
                 let mut model = r.model.clone();
+                let mut next = r.next_id();
                 for t in tokens {
-                    let ids = model.vocab.keys().chain(model.special.iter().map(|(_, i)| i));
-                    let id = ids.max().map_or(1, |m| m + 1);
+                    let id = next.ok_or_else(|| no_id_left(&t))?;
                     model.special.push((t, id));
+                    next = id.checked_add(1);
                 }
                 Ok(Tokenizer::Ranks(RankEncoder::new(model)?))
             }
@@ -201,6 +204,14 @@ impl Tokenizer {
             Tokenizer::Ranks(r) => Ok(ranks::dumps(r.items())),
         }
     }
+}
+
+/// The error for a special token that would need an id beyond 32 bits.
+pub fn no_id_left(token: &str) -> Error {
+    Error::Value(format!(
+        "no id is left for the special token {}: token ids are 32-bit",
+        crate::input::py_repr(token)
+    ))
 }
 
 /// The encoder of a superword model, built now if it was not yet.
@@ -239,7 +250,11 @@ impl Encode for Unbuilt {
         &[]
     }
 
-    fn encode_append(&self, _: &str, _: &[String], _: &mut Vec<u32>) -> Result<()> {
+    fn allowed(&self, _: &[String]) -> Result<crate::encode::Allowed> {
+        Err(self.error())
+    }
+
+    fn encode_append(&self, _: &str, _: &crate::encode::Allowed, _: &mut Vec<u32>) -> Result<()> {
         Err(self.error())
     }
 }
@@ -286,6 +301,25 @@ mod tests {
             special: vec![("<|end|>".into(), 9)],
         };
         Tokenizer::Ranks(RankEncoder::new(model).unwrap())
+    }
+
+    #[test]
+    fn no_special_token_gets_an_id_beyond_32_bits() {
+        // (a ranks model read from a file cannot get here: its ids stay near its size)
+        let model = RankModel {
+            vocab: [(u32::MAX - 1, b"a".to_vec())].into_iter().collect(),
+            ranks: [(b"a".to_vec(), u32::MAX - 1)].into_iter().collect(),
+            pattern: r"\w+".into(),
+            special: Vec::new(),
+        };
+        let t = Tokenizer::Ranks(RankEncoder::new(model).unwrap());
+        let t = t.with_special_tokens(vec!["<x>".into()]).unwrap();
+        assert_eq!(t.special_tokens(), [("<x>".to_string(), u32::MAX)]);
+        // the id after u32::MAX was 0, a rank's id
+        let refused = t.with_special_tokens(vec!["<y>".into()]);
+        assert!(
+            matches!(refused, Err(Error::Value(m)) if m.contains("no id is left for the special token '<y>'"))
+        );
     }
 
     #[test]

@@ -3,6 +3,7 @@ that :class:`superword.Tokenizer` has one code path for both backends."""
 from __future__ import annotations
 
 import contextlib
+import itertools
 import operator
 import os
 from collections.abc import Iterable
@@ -12,6 +13,21 @@ from .reference import model as _model
 from .reference import ranks as _ranks
 from .reference.model import write_text_atomic
 from .reference.pretokenize import compile_pattern
+
+
+def no_id_left(token: str) -> str:
+    return f"no id is left for the special token {token!r}: token ids are 32-bit"
+
+
+def _kept_cutter(kept: tuple[frozenset[str], _encode.SpecialCutter] | None,
+                 special_tokens: dict[str, int], allowed: Iterable[str],
+                 ) -> tuple[frozenset[str], _encode.SpecialCutter]:
+    """The cutter for ``allowed``: ``kept`` when it was made for the same tokens (a model
+    with many special tokens would build it anew for every text)."""
+    names = frozenset(allowed)
+    if kept is not None and kept[0] == names:
+        return kept
+    return names, _encode.SpecialCutter(special_tokens, names)
 
 
 def check_ids(ids: Iterable[object]) -> list[int]:
@@ -38,6 +54,7 @@ class ReferenceCore:
         self.model = model
         self.encoder = _encode.Encoder(model, greedy_split=greedy_split)
         self.training_stats = dict(training_stats or {})
+        self._cutter: tuple[frozenset[str], _encode.SpecialCutter] | None = None
 
     @staticmethod
     def load(path: str, greedy_split: bool = False) -> ReferenceCore:
@@ -79,19 +96,28 @@ class ReferenceCore:
         return list(zip(range(len(self.model.vocab)), self.model.vocab, self.model.is_super))
 
     def register_special_tokens(self, tokens: list[str]) -> None:
-        for t in tokens:
-            self.model.special_tokens[t] = self.vocab_size
-        self.encoder.special_tokens = dict(self.model.special_tokens)
+        special = dict(self.model.special_tokens)
+        for t, i in zip(tokens, itertools.count(self.vocab_size)):
+            if i >= 2**32:
+                raise ValueError(no_id_left(t))
+            special[t] = i
+        self.model.special_tokens = special
+        self.encoder.special_tokens = dict(special)
+        self._cutter = None
 
     def encode_ordinary(self, text: str) -> list[int]:
         return self.encoder.encode_ordinary(text)
 
     def encode(self, text: str, allowed: Iterable[str]) -> list[int]:
-        return self.encoder.encode(text, frozenset(allowed))
+        return self._cut(allowed).encode(text, self.encoder.encode_ordinary)
 
     def encode_batch(self, texts: list[str], allowed: Iterable[str], threads: int | None = None) -> list[list[int]]:
-        allowed = frozenset(allowed)
-        return [self.encoder.encode(t, allowed) for t in texts]
+        cutter = self._cut(allowed)
+        return [cutter.encode(t, self.encoder.encode_ordinary) for t in texts]
+
+    def _cut(self, allowed: Iterable[str]) -> _encode.SpecialCutter:
+        self._cutter = _kept_cutter(self._cutter, self.model.special_tokens, allowed)
+        return self._cutter[1]
 
     def id_of(self, token: bytes) -> int | None:
         return self.encoder.token_id.get(token)
@@ -127,12 +153,16 @@ class ReferenceRankCore:
         self.pattern = pattern
         self._pattern = compile_pattern(pattern, "pattern")
         self._special = dict(special_tokens)
+        self._top = max([*self.vocab, *self._special.values()], default=0)  # the largest id
+        self._cutter: tuple[frozenset[str], _encode.SpecialCutter] | None = None
 
     @staticmethod
     def load(path: str, pattern: str, special_tokens: list[tuple[str, int]]) -> ReferenceRankCore:
-        return ReferenceRankCore(_ranks.read_ranks(path), pattern, dict(special_tokens))
+        ranks = _ranks.read_ranks(path)
+        _ranks.check_special(ranks, dict(special_tokens), path)
+        return ReferenceRankCore(ranks, pattern, dict(special_tokens))
 
-    vocab_size = property(lambda self: max([*self.vocab, *self._special.values()]) + 1)
+    vocab_size = property(lambda self: self._top + 1)
     special_tokens = property(lambda self: dict(self._special))
     training_stats = property(lambda self: {})
 
@@ -150,8 +180,14 @@ class ReferenceRankCore:
         return [(i, self.vocab[i], False) for i in sorted(self.vocab)]
 
     def register_special_tokens(self, tokens: list[str]) -> None:
-        for t in tokens:
-            self._special[t] = self.vocab_size
+        special = dict(self._special)
+        for t, i in zip(tokens, itertools.count(self._top + 1)):
+            if i >= 2**32:
+                raise ValueError(no_id_left(t))
+            special[t] = i
+        self._special = special
+        self._top = max([self._top, *special.values()])
+        self._cutter = None
 
     def _encode_text(self, text: str) -> list[int]:
         out: list[int] = []
@@ -172,11 +208,15 @@ class ReferenceRankCore:
         return self._encode_text(text)
 
     def encode(self, text: str, allowed: Iterable[str]) -> list[int]:
-        return _encode.encode_with_specials(text, self._special, allowed, self._encode_text)
+        return self._cut(allowed).encode(text, self._encode_text)
 
     def encode_batch(self, texts: list[str], allowed: Iterable[str], threads: int | None = None) -> list[list[int]]:
-        allowed = list(allowed)
-        return [self.encode(t, allowed) for t in texts]
+        cutter = self._cut(allowed)
+        return [cutter.encode(t, self._encode_text) for t in texts]
+
+    def _cut(self, allowed: Iterable[str]) -> _encode.SpecialCutter:
+        self._cutter = _kept_cutter(self._cutter, self._special, allowed)
+        return self._cutter[1]
 
     def encode_to_tokens(self, text: str) -> list[bytes]:
         return [self.vocab[i] for i in self._encode_text(text)]

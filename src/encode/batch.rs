@@ -129,7 +129,7 @@ pub fn is_one_group(texts: &[&str]) -> bool {
 
 /// Encode `texts` in parallel on the current pool (one group on the calling thread); see the
 /// module's notes.
-pub fn encode<E: Encode + ?Sized>(encoder: &E, texts: &[&str], allowed: &[String]) -> Result<Batch> {
+pub fn encode<E: Encode + ?Sized>(encoder: &E, texts: &[&str], allowed: &super::Allowed) -> Result<Batch> {
     let ends = group_ends(texts, rayon::current_num_threads());
     let one = |g: usize| encode_group(encoder, texts, allowed, &ends, g);
     let groups = if ends.len() == 1 {
@@ -147,7 +147,7 @@ pub fn encode<E: Encode + ?Sized>(encoder: &E, texts: &[&str], allowed: &[String
 fn encode_group<E: Encode + ?Sized>(
     encoder: &E,
     texts: &[&str],
-    allowed: &[String],
+    allowed: &super::Allowed,
     ends: &[usize],
     g: usize,
 ) -> Result<Group> {
@@ -185,7 +185,7 @@ pub fn encode_pipelined<E, X>(
     pool: &rayon::ThreadPool,
     encoder: &E,
     texts: &[&str],
-    allowed: &[String],
+    allowed: &super::Allowed,
     mut take: impl FnMut(&[TokenId]) -> std::result::Result<(), X>,
     mut wait: impl FnMut(&mut (dyn FnMut() + Send)),
 ) -> std::result::Result<(), X>

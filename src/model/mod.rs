@@ -279,11 +279,12 @@ impl Model {
     }
 
     /// Add special tokens with the next free ids.
-    pub fn add_special_tokens(&mut self, tokens: Vec<String>) {
+    pub fn add_special_tokens(&mut self, tokens: Vec<String>) -> crate::error::Result<()> {
         for t in tokens {
-            let id = self.vocab_size() as u32;
+            let id = u32::try_from(self.vocab_size()).map_err(|_| crate::tokenizer::no_id_left(&t))?;
             self.special_tokens.push((t, id));
         }
+        Ok(())
     }
 
     /// Number of ids: regular and superword tokens plus special tokens.

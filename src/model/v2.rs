@@ -447,19 +447,34 @@ pub fn loads(text: &str, name: &str) -> Result<Model> {
         is_super.push(f[3] == "1");
     }
     lines.expect("special_tokens")?;
-    let mut special_tokens = Vec::new();
-    for _ in 0..lines.count("special tokens")? {
+    // The special tokens take the ids after the vocabulary, one each, as registering gives
+    // them (the vocabulary size counts them so, and decoding finds them so): with n tokens
+    // and k special ones, the ids n..n+k-1 in some order.  A file that gives one a token's
+    // id, an id beyond these or an id or a text twice is refused (SPEC 8).
+    let k = lines.count("special tokens")?;
+    let first = vocab.len() as u64;
+    let mut special_tokens = Vec::with_capacity(lines.room(k, 4));
+    let mut texts = std::collections::HashSet::with_capacity(lines.room(k, 4));
+    let mut ids = std::collections::HashSet::with_capacity(lines.room(k, 4));
+    for _ in 0..k {
         let line = lines.next("'<id> <special token>'")?;
         let (id, text) = line.split_once(' ').unwrap_or((line, ""));
         if !is_uint(id) || text.is_empty() {
             return Err(lines.error(format!("bad special token entry {}", show(line))));
         }
-        let id: u32 = id
-            .parse()
-            .map_err(|_| lines.error("special token id too large"))?;
-        // like a Python dict: a repeated special string keeps its last id
-        special_tokens.retain(|(t, _): &(String, u32)| t != text);
-        special_tokens.push((text.to_string(), id));
+        // (more than 20 digits is out of range, leading zeros or not, as in the reference)
+        let id = (id.len() <= 20).then(|| id.parse::<u64>().ok()).flatten();
+        let id = id.filter(|i| (first..first + k as u64).contains(i));
+        let Some(id) = id else {
+            return Err(lines.error(special_ids(text, first, k)));
+        };
+        if !texts.insert(text) {
+            return Err(lines.error(format!("special token {} appears twice", show(text))));
+        }
+        if !ids.insert(id) {
+            return Err(lines.error(format!("special token id {id} appears twice")));
+        }
+        special_tokens.push((text.to_string(), id as u32));
     }
     lines.expect("words")?;
     let (settings, _, _, merges, deletions) = read_section(&mut lines)?;
@@ -500,6 +515,16 @@ pub fn loads(text: &str, name: &str) -> Result<Model> {
         ngrams,
         deletions,
     })
+}
+
+/// The error for a special token whose id is not one of those after the vocabulary.
+fn special_ids(text: &str, first: u64, k: usize) -> String {
+    format!(
+        "special token {} has an id outside {first}..{}: a model's {k} special tokens take the ids \
+         after its {first} vocabulary tokens",
+        show(text),
+        first + k as u64 - 1
+    )
 }
 
 type Section = (Settings, bool, bool, Merges, Vec<Deletion>);

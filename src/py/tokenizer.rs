@@ -368,6 +368,7 @@ fn pipelined_lists<'py>(
 ) -> PyResult<Bound<'py, PyList>> {
     let bytes: usize = texts.iter().map(|t| t.len()).sum();
     let top = u32::try_from(tokenizer.vocab_size().saturating_sub(1)).ok();
+    let allowed = py.detach(|| guard(|| tokenizer.encoder().allowed(allowed)))?;
     with_ints(py, top, bytes / 4, |ints| {
         let _paused = GcPaused::new(py)?;
         let mut lists = Vec::with_capacity(texts.len());
@@ -375,7 +376,7 @@ fn pipelined_lists<'py>(
             pool,
             tokenizer.encoder(),
             texts,
-            allowed,
+            &allowed,
             |ids| {
                 lists.push(list_of(py, ints, ids)?);
                 Ok::<(), PyErr>(())

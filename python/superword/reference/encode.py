@@ -249,17 +249,59 @@ def encode_with_specials(text: str, special_tokens: dict[str, int], allowed: Ite
     >>> encode_with_specials("a<s>b", {"<s>": 9}, {"<s>"}, lambda t: [ord(c) for c in t])
     [97, 9, 98]
     """
-    alternatives = sorted((s for s in allowed if s in special_tokens), key=lambda s: (-len(s), s))
-    if not alternatives:
-        return encode_ordinary(text)
-    splitter = regex.compile("(" + "|".join(regex.escape(s) for s in alternatives) + ")")
-    ids: list[int] = []
-    for i, part in enumerate(splitter.split(text)):
-        if i % 2:
-            ids.append(special_tokens[part])
-        elif part:
-            ids.extend(encode_ordinary(part))
-    return ids
+    return SpecialCutter(special_tokens, allowed).encode(text, encode_ordinary)
+
+
+class SpecialCutter:
+    """Cuts texts at the special tokens of ``special_tokens`` that ``allowed`` names (SPEC
+    7.1): the earliest occurrence wins, and of those that start at one position the longest.
+
+    Only the positions that hold the first character of some allowed token are looked at,
+    and there only the lengths such tokens have, longest first.  (One regular expression
+    alternating between the tokens tried each at each position: with 200,000 special tokens
+    an ``encode`` took 11 s.)
+
+    >>> SpecialCutter({"<a>": 1, "<a>x": 2, "x": 3}, {"<a>", "<a>x"}).parts("<a><a>xx")
+    [1, 2, 'x']
+    """
+
+    def __init__(self, special_tokens: dict[str, int], allowed: Iterable[str]):
+        self.ids = {s: special_tokens[s] for s in allowed if s and s in special_tokens}
+        lengths: dict[str, set[int]] = {}
+        for s in self.ids:
+            lengths.setdefault(s[0], set()).add(len(s))
+        self.lengths = {c: sorted(n, reverse=True) for c, n in lengths.items()}
+        self.first = regex.compile("[" + "".join(map(regex.escape, self.lengths)) + "]") if lengths else None
+
+    def parts(self, text: str) -> list[str | int]:
+        """The stretches of ``text`` between special tokens (never empty) and the tokens' ids."""
+        if self.first is None:
+            return [text] if text else []
+        out: list[str | int] = []
+        start = at = 0
+        while (m := self.first.search(text, at)) is not None:
+            i = m.start()
+            at = i + 1
+            for n in self.lengths[text[i]]:
+                found = self.ids.get(text[i:i + n]) if i + n <= len(text) else None
+                if found is not None:
+                    if i > start:
+                        out.append(text[start:i])
+                    out.append(found)
+                    start = at = i + n
+                    break
+        if start < len(text):
+            out.append(text[start:])
+        return out
+
+    def encode(self, text: str, encode_ordinary: Callable[[str], list[int]]) -> list[int]:
+        ids: list[int] = []
+        for part in self.parts(text):
+            if isinstance(part, int):
+                ids.append(part)
+            else:
+                ids.extend(encode_ordinary(part))
+        return ids
 
 
 def eligible_tokens(encoder: Encoder) -> set[bytes]:

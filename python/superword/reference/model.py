@@ -232,13 +232,31 @@ def _read(lines: _Lines) -> Model:
         counts.append(int(count))
         is_super.append(sup == "1")
     lines.expect("special_tokens")
+    # The special tokens take the ids after the vocabulary, one each, as registering gives
+    # them (the vocabulary size counts them so, and decoding finds them so): with n tokens
+    # and k special ones, the ids n..n+k-1 in some order.  A file that gives one a token's
+    # id, an id beyond these or an id or a text twice is refused (SPEC 8).
+    k, first = lines.count("special tokens"), len(vocab)
     special: dict[str, int] = {}
-    for _ in range(lines.count("special tokens")):
+    ids: set[int] = set()
+    for _ in range(k):
         line = lines.next("'<id> <special token>'")
         ident, _, text = line.partition(" ")
         if not _is_uint(ident) or not text:
             raise lines.error(f"bad special token entry {_show(line)}")
+        # (a long string of digits is out of range without being converted: `int` refuses
+        # more than 4,300 digits)
+        if len(ident) > 20 or not first <= int(ident) < first + k:
+            raise lines.error(f"special token {_show(text)} has an id outside {first}..{first + k - 1}: "
+                              f"a model's {k} special tokens take the ids after its {first} "
+                              f"vocabulary tokens")
+        if text in special:
+            raise lines.error(f"special token {_show(text)} appears twice")
+        if int(ident) in ids:
+            raise lines.error(f"special token id {int(ident)} appears twice")
         special[text] = int(ident)
+        ids.add(int(ident))
+    special = dict(sorted(special.items(), key=lambda item: item[1]))  # in id order, as Rust's
     lines.expect("words")
     settings, _, _, merges, deletions = _read_section(lines, vocab)
     supermerges: list[Merge] = []
