@@ -146,14 +146,20 @@ def test_a_malformed_tokenizer_json_is_a_value_error_naming_it(case, exported, t
         assert ".tiktoken" not in str(caught.value)
 
 
-def test_large_ids_within_range_are_read(exported, tmp_path):
+def test_special_ids_may_leave_gaps_but_not_reach_far(exported, tmp_path):
+    # (ranks models keep ids below max(2 x tokens, 2**20): a vocab_size of 4 billion made
+    # list(tokenizer) exhaust memory)
     data = json.loads(json.dumps(exported))
-    data["added_tokens"] = [{"content": "<x>", "id": 4_000_000_000}]
     path = tmp_path / "tokenizer.json"
+    data["added_tokens"] = [{"content": "<x>", "id": 2**20 - 1}]
     path.write_text(json.dumps(data), encoding="utf-8")
     tok = superword.Tokenizer.from_hf(path)
-    assert tok.vocab_size == 4_000_000_001
-    assert tok.encode("a<x>", allowed_special="all")[-1] == 4_000_000_000
+    assert tok.vocab_size == 2**20
+    assert tok.encode("a<x>", allowed_special="all")[-1] == 2**20 - 1
+    data["added_tokens"] = [{"content": "<x>", "id": 4_000_000_000}]
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"tokenizer\.json: special token '<x>' has id 4000000000, far beyond"):
+        superword.Tokenizer.from_hf(path)
 
 
 # -- save_hf arguments and directories -------------------------------------------------------------

@@ -597,9 +597,15 @@ class Tokenizer:
         with the file's ids, pattern and special tokens.  Other model types (WordPiece,
         Unigram, ...) raise ``ValueError``."""
         from . import _export
-        ranks, pattern, special = _export.load_hf(os.fspath(path))
+        name = os.fspath(path)
+        ranks, pattern, special = _export.load_hf(name)
         with _export.temporary_file(ranks, ".tiktoken") as ranks_path:
-            return cls.from_tiktoken(ranks_path, pattern, special, backend=backend)
+            try:
+                return cls.from_tiktoken(ranks_path, pattern, special, backend=backend)
+            except ValueError as exc:
+                # (what from_tiktoken checks beyond load_hf, such as how far special ids may
+                # reach, named after the file the user gave, never the temporary ranks file)
+                raise ValueError(f"{name}: {str(exc).replace(os.fspath(ranks_path), name)}") from None
 
     def _script_aware(self) -> bool:
         from . import _export
