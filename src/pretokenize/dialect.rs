@@ -8,17 +8,20 @@
 //!   five parts, `\p{M}`, `\p{N}`, by short or long name, and `\P{..}`) are written out as
 //!   their code point ranges; other properties keep the engine's tables.
 //! * `$`: the end of the text or before a newline that ends it, in `regex`; only the end in
-//!   `fancy-regex` (without multi-line mode).  Written `(?=\n?\z)`.
+//!   `fancy-regex` (without multi-line mode).  Written `(?=\n?\z)` where the multi-line flag
+//!   is off (flag groups followed by their scope); repeated, the anchor once or not at all.
 //! * `\Z`: the very end in `regex`; before a final newline too in `fancy-regex`.  Written `\z`.
 //! * In a set, `regex` (its default, version 0 behaviour) reads `[`, `&&`, `--` and `~~` as
-//!   characters, where `fancy-regex` nests sets and combines them.  They are escaped.
+//!   characters (a `-` between two characters is a range), where `fancy-regex` nests sets and
+//!   combines them.  Sets are written out item by item.
 //! * POSIX classes (`[[:alpha:]]`): Unicode in `regex` for some names, ASCII for others
 //!   (`[:digit:]`), ASCII in `fancy-regex`.  Refused, in both backends, naming `\p{..}` instead.
 //!
+//! Comments (`(?#..)`, and `#` to the end of a line in verbose mode) are copied as they are.
 //! The built-in patterns never come here (hand-written matchers).  What the rewrite cannot
-//! reach: a multi-line flag set only for part of a pattern (`(?m:..)`: then `$` is left as it
-//! is everywhere; verbose mode likewise, whose comments are then skipped everywhere), and
-//! properties other than those above.
+//! reach: properties other than those above, and the case-insensitive flag with properties
+//! (`regex` lets `(?i)\p{Lu}` match every cased letter and folds no other property;
+//! `fancy-regex` folds every class).
 
 use super::classes::{LL, LM, LO, LT, LU, M, N};
 use crate::error::{Error, Result};
@@ -48,11 +51,21 @@ fn property(name: &str) -> Option<u8> {
 fn ranges(mask: u8, negated: bool) -> String {
     let mut out = String::new();
     let mut push = |first: u32, last: u32| {
-        // (surrogates are not characters: a range never spans them)
-        for (a, b) in [(first, last.min(0xD7FF)), (first.max(0xE000), last)] {
-            if a <= b {
-                out.push_str(&format!("\\x{{{a:X}}}-\\x{{{b:X}}}"));
-            }
+        // (a range may span the surrogates, which are not characters; it may not start or end
+        // in them.  Split in two around them, a negated set of both halves also matched
+        // U+D7FF and U+E000 in `regex-syntax`.)
+        let first = if (0xD800..0xE000).contains(&first) {
+            0xE000
+        } else {
+            first
+        };
+        let last = if (0xD800..0xE000).contains(&last) {
+            0xD7FF
+        } else {
+            last
+        };
+        if first <= last {
+            out.push_str(&format!("\\x{{{first:X}}}-\\x{{{last:X}}}"));
         }
     };
     let mut next = 0u32; // the first code point not yet given out (for the complement)
@@ -85,25 +98,6 @@ fn ranges(mask: u8, negated: bool) -> String {
         push(a, b);
     }
     out
-}
-
-/// Does the pattern set inline flag `flag` anywhere (`(?m)`, `(?im:..)`)?
-fn sets_flag(p: &[char], flag: char) -> bool {
-    let mut i = 0;
-    while i + 2 < p.len() {
-        if p[i] == '\\' {
-            i += 2;
-            continue;
-        }
-        if p[i] == '(' && p[i + 1] == '?' {
-            let flags = p[i + 2..].iter().take_while(|c| c.is_ascii_alphabetic());
-            if flags.clone().any(|&c| c == flag) {
-                return true;
-            }
-        }
-        i += 1;
-    }
-    false
 }
 
 /// `\p{Name}`, `\pL` or `\P{..}` at `p[i..]` (`p[i]` is the backslash): the mask, whether
@@ -155,97 +149,250 @@ pub fn posix_class_error(what: &str) -> Error {
     ))
 }
 
+/// Where a character escape at `p[i]` (a backslash) ends, when it names one character (so
+/// it can end a range in a set); `None` for a class (`\w`, `\p{..}`, ...).
+fn char_escape_end(p: &[char], i: usize) -> Option<usize> {
+    let c = *p.get(i + 1)?;
+    let hex = |from: usize, n: usize| (from + n <= p.len()).then_some(from + n);
+    match c {
+        'w' | 'W' | 'd' | 'D' | 's' | 'S' | 'p' | 'P' | 'h' | 'X' | 'R' => None,
+        'x' if p.get(i + 2) == Some(&'{') => p[i + 3..].iter().position(|&c| c == '}').map(|k| i + 4 + k),
+        'N' if p.get(i + 2) == Some(&'{') => p[i + 3..].iter().position(|&c| c == '}').map(|k| i + 4 + k),
+        'x' => hex(i + 2, 2),
+        'u' => hex(i + 2, 4),
+        'U' => hex(i + 2, 8),
+        _ => Some(i + 2),
+    }
+}
+
+/// Inline flags at `p[i..]` (just after `(?`): the letters turned on and off, and where they
+/// end (at `:` or `)`); `None` if this is not a flag group.
+fn flags_at(p: &[char], i: usize) -> Option<(Vec<char>, Vec<char>, usize)> {
+    let (mut on, mut off, mut j, mut negative) = (Vec::new(), Vec::new(), i, false);
+    while let Some(&c) = p.get(j) {
+        match c {
+            ':' | ')' if j > i => return Some((on, off, j)),
+            '-' if !negative => negative = true,
+            c if c.is_ascii_alphabetic() => {
+                if negative {
+                    off.push(c)
+                } else {
+                    on.push(c)
+                }
+            }
+            _ => return None,
+        }
+        j += 1;
+    }
+    None
+}
+
+/// Is `p[i..]` a quantifier (`?`, `*`, `+`, `{m}`, `{m,}`, `{m,n}`, `{,n}`)?  Its end and its
+/// smallest count.
+fn quantifier_at(p: &[char], i: usize) -> Option<(usize, u64)> {
+    let (end, min) = match p.get(i)? {
+        '?' | '*' => (i + 1, 0),
+        '+' => (i + 1, 1),
+        '{' => {
+            let close = p[i + 1..].iter().position(|&c| c == '}')? + i + 1;
+            let body: String = p[i + 1..close].iter().collect();
+            let (low, high) = body.split_once(',').unwrap_or((&body, &body));
+            if !(low.chars().all(|c| c.is_ascii_digit()) && high.chars().all(|c| c.is_ascii_digit()))
+                || (low.is_empty() && high.is_empty())
+            {
+                return None;
+            }
+            (close + 1, low.parse().unwrap_or(0))
+        }
+        _ => return None,
+    };
+    // (lazy and possessive forms)
+    let end = if matches!(p.get(end), Some('?' | '+')) {
+        end + 1
+    } else {
+        end
+    };
+    Some((end, min))
+}
+
+/// One character of a set as `fancy-regex` reads it literally.
+fn set_char(out: &mut String, c: char) {
+    if matches!(c, '[' | ']' | '-' | '&' | '~' | '^' | '\\') {
+        out.push('\\');
+    }
+    out.push(c);
+}
+
 /// `pattern` (Python `regex` syntax) rewritten for `fancy-regex` (see the module notes).
 pub fn to_fancy(pattern: &str, what: &str) -> Result<String> {
     let p: Vec<char> = pattern.chars().collect();
-    let multi = sets_flag(&p, 'm');
-    // (in verbose mode a `#` outside a set starts a comment to the end of the line: copied as
-    // it is, so that a `[` or `$` there is not read as pattern)
-    let verbose = sets_flag(&p, 'x');
     let mut out = String::with_capacity(pattern.len());
+    // the multi-line and verbose flags where we are, and as they were outside each open group
+    // (`regex` applies a flag group `(?m)` from where it stands to the end of its group)
+    let (mut multi, mut verbose) = (false, false);
+    let mut outer: Vec<(bool, bool)> = Vec::new();
     let mut i = 0;
-    let mut in_set = false;
     while i < p.len() {
         let c = p[i];
-        if c == '\\' {
-            if let Some((mask, negated, end)) = property_at(&p, i) {
-                if in_set && negated {
-                    // (inside a set, the complement as ranges)
-                    out.push_str(&ranges(mask, true));
-                } else if in_set {
-                    out.push_str(&ranges(mask, false));
-                } else {
+        match c {
+            '\\' => {
+                if let Some((mask, negated, end)) = property_at(&p, i) {
                     out.push_str(if negated { "[^" } else { "[" });
                     out.push_str(&ranges(mask, false));
                     out.push(']');
-                }
-                i = end;
-                continue;
-            }
-            match p.get(i + 1) {
-                Some('Z') if !in_set => out.push_str("\\z"),
-                Some(&next) => {
-                    out.push('\\');
-                    out.push(next);
-                }
-                None => out.push('\\'),
-            }
-            i += 2;
-            continue;
-        }
-        if in_set {
-            match c {
-                ']' => {
-                    in_set = false;
-                    out.push(']');
-                }
-                '[' if posix_class_at(&p, i) => return Err(posix_class_error(what)),
-                '[' => out.push_str("\\["),
-                '&' | '-' | '~' if p.get(i + 1) == Some(&c) => {
-                    out.push('\\');
-                    out.push(c);
-                    out.push('\\');
-                    out.push(c);
-                    i += 2;
+                    i = end;
                     continue;
                 }
-                _ => out.push(c),
+                match p.get(i + 1) {
+                    Some('Z') => out.push_str("\\z"),
+                    Some(&next) => {
+                        out.push('\\');
+                        out.push(next);
+                    }
+                    None => out.push('\\'),
+                }
+                i += 2;
             }
-            i += 1;
-            continue;
-        }
-        match c {
+            '[' => i = set(&p, i, &mut out, what)?,
             '#' if verbose => {
+                // a comment to the end of the line, copied as it is
                 let end = p[i..]
                     .iter()
                     .position(|&c| c == '\n')
                     .map_or(p.len(), |k| i + k + 1);
                 out.extend(&p[i..end]);
                 i = end;
-                continue;
             }
-            '[' => {
-                out.push('[');
+            '(' if p.get(i + 1) == Some(&'?') && p.get(i + 2) == Some(&'#') => {
+                // a comment group, to its first `)`
+                let end = p[i..]
+                    .iter()
+                    .position(|&c| c == ')')
+                    .map_or(p.len(), |k| i + k + 1);
+                out.extend(&p[i..end]);
+                i = end;
+            }
+            '(' => {
+                let flags = if p.get(i + 1) == Some(&'?') {
+                    flags_at(&p, i + 2)
+                } else {
+                    None
+                };
+                match flags {
+                    Some((on, off, end)) => {
+                        let scoped = p[end] == ':';
+                        if scoped {
+                            outer.push((multi, verbose));
+                        }
+                        for (letters, value) in [(&on, true), (&off, false)] {
+                            multi = if letters.contains(&'m') { value } else { multi };
+                            verbose = if letters.contains(&'x') { value } else { verbose };
+                        }
+                        out.extend(&p[i..=end]);
+                        i = end + 1;
+                    }
+                    None => {
+                        outer.push((multi, verbose));
+                        out.push('(');
+                        i += 1;
+                    }
+                }
+            }
+            ')' => {
+                (multi, verbose) = outer.pop().unwrap_or((multi, verbose));
+                out.push(')');
                 i += 1;
-                if p.get(i) == Some(&'^') {
-                    out.push('^');
-                    i += 1;
-                }
-                // a `]` first in a set is a character in both engines; a POSIX class first is
-                // checked above on the next round
-                if p.get(i) == Some(&']') {
-                    out.push_str("\\]");
-                    i += 1;
-                }
-                in_set = true;
-                continue;
             }
-            '$' if !multi => out.push_str("(?=\\n?\\z)"),
-            _ => out.push(c),
+            '$' if !multi => {
+                // `fancy-regex` does not repeat a look-ahead: a repeated `$` is the anchor
+                // once (at least one) or nothing (none needed)
+                match quantifier_at(&p, i + 1) {
+                    Some((end, min)) => {
+                        if min > 0 {
+                            out.push_str("(?=\\n?\\z)");
+                        }
+                        i = end;
+                    }
+                    None => {
+                        out.push_str("(?=\\n?\\z)");
+                        i += 1;
+                    }
+                }
+            }
+            _ => {
+                out.push(c);
+                i += 1;
+            }
         }
-        i += 1;
     }
     Ok(out)
+}
+
+/// The set opening at `p[i]`, written to `out` item by item as `regex` (version 0) reads it:
+/// characters, ranges of two characters, and classes; `[`, `&&`, `--` and `~~` are
+/// characters.  Returns where the set ends.
+fn set(p: &[char], i: usize, out: &mut String, what: &str) -> Result<usize> {
+    out.push('[');
+    let mut j = i + 1;
+    if p.get(j) == Some(&'^') {
+        out.push('^');
+        j += 1;
+    }
+    let mut first = true;
+    while j < p.len() {
+        let c = p[j];
+        if c == ']' && !first {
+            out.push(']');
+            return Ok(j + 1);
+        }
+        first = false;
+        if c == '[' && posix_class_at(p, j) {
+            return Err(posix_class_error(what));
+        }
+        if c == '\\' {
+            if let Some((mask, negated, end)) = property_at(p, j) {
+                out.push_str(&ranges(mask, negated));
+                j = end;
+                continue;
+            }
+        }
+        // one character (literal or escaped), or a class escape copied as it is
+        let (start, end) = match c {
+            '\\' => match char_escape_end(p, j) {
+                Some(end) => (j, end),
+                None => {
+                    out.extend(&p[j..(j + 2).min(p.len())]);
+                    j += 2;
+                    continue;
+                }
+            },
+            _ => (j, j + 1),
+        };
+        let item = |out: &mut String, from: usize, to: usize| {
+            if to - from == 1 {
+                set_char(out, p[from]);
+            } else {
+                out.extend(&p[from..to]);
+            }
+        };
+        item(out, start, end);
+        // a range when a `-` and another character follow (not `]`, not a class)
+        if p.get(end) == Some(&'-') && p.get(end + 1).is_some_and(|&n| n != ']') {
+            let to = match p[end + 1] {
+                '\\' => char_escape_end(p, end + 1),
+                _ => Some(end + 2),
+            };
+            if let Some(to) = to {
+                out.push('-');
+                item(out, end + 1, to);
+                j = to;
+                continue;
+            }
+        }
+        j = end;
+    }
+    // (unclosed: left for the engine to refuse)
+    Ok(j)
 }
 
 #[cfg(test)]
@@ -262,6 +409,13 @@ mod tests {
             "(?x) a(?=\\n?\\z) # [not a set, nor $\n | b(?=\\n?\\z)"
         );
         assert_eq!(t("a#[b]"), r"a#[b]");
+        // (what a fuzzer of both backends found in the first version of the rewrite)
+        assert_eq!(t(r"(?#[)[^}]|(?#$)a"), r"(?#[)[^}]|(?#$)a");
+        assert_eq!(t(r"a$?|b$*|c${0,3}|d$+?|e${2}"), r"a|b|c|d(?=\n?\z)|e(?=\n?\z)");
+        assert_eq!(t(r"a$|(?m)b$|(?-m)c$"), r"a(?=\n?\z)|(?m)b$|(?-m)c(?=\n?\z)");
+        assert_eq!(t(r"(?m:a$)b$|[(?m)]c$"), r"(?m:a$)b(?=\n?\z)|[(?m)]c(?=\n?\z)");
+        assert_eq!(t(r"[!--][--/][a\-z]"), r"[!-\-][\--/][a\-z]");
+        assert!(t(r"[)-\pN]").starts_with(r"[)\-\x{30}-\x{39}"));
         assert_eq!(t(r"a\Z|[\Z]"), r"a\z|[\Z]");
         assert_eq!(t(r"[\w--\d&&x~~y-z]"), r"[\w\-\-\d\&\&x\~\~y-z]");
         assert_eq!(t(r"[a[bc]]"), r"[a\[bc]]");
@@ -303,6 +457,15 @@ mod tests {
                     }
                 );
                 let re = fancy_regex::Regex::new(&to_fancy(&pattern, "pattern").unwrap()).unwrap();
+                // (and the opposite inside a negated set, where a complement split at the
+                // surrogates matched U+D7FF and U+E000)
+                let opposite = if negated {
+                    format!(r"\p{{{name}}}")
+                } else {
+                    format!(r"\P{{{name}}}")
+                };
+                let inner = to_fancy(&format!("^[^{opposite}]$"), "pattern").unwrap();
+                let set = fancy_regex::Regex::new(&inner).unwrap();
                 for cp in (0..0x110000u32)
                     .step_by(7)
                     .chain([0x88F, 0x10FFFF, 0xD7FF, 0xE000])
@@ -314,6 +477,8 @@ mod tests {
                         want,
                         "{name} {negated} U+{cp:04X}"
                     );
+                    let found = set.is_match(&ch.to_string()).unwrap();
+                    assert_eq!(found, want, "[^] {name} {negated} U+{cp:04X}");
                 }
             }
         }

@@ -208,6 +208,9 @@ def compile_pattern(pattern: str, what: str) -> regex.Pattern[str]:
         return regex.compile(pattern)
     except regex.error as exc:
         raise ValueError(f"{what} is not a valid regular expression: {exc}") from None
+    except Exception as exc:  # (regex's own bugs: "(?i)[^\\s\\S]" raised AttributeError)
+        raise ValueError(f"{what} is not a valid regular expression: the regex module failed "
+                         f"on it ({type(exc).__name__}: {exc})") from None
 
 
 _POSIX_CLASS = regex.compile(r"\[:\^?[A-Za-z]+:\]")
