@@ -144,6 +144,15 @@ def test_export_checks_its_samples_before_writing(tmp_path, plain_model, capsys)
     assert not (tmp_path / "mb.model").exists()
 
 
+def test_export_refuses_hf_options_for_other_targets(tmp_path, plain_model, capsys):
+    # (they were taken and did nothing)
+    refused(capsys, ["export", str(plain_model), "--to", "tiktoken", str(tmp_path / "t.tiktoken"),
+                     "--eos-token", "<|end|>"], "--eos-token is an option of --to hf only, not --to tiktoken")
+    refused(capsys, ["export", str(plain_model), "--to", "minbpe", str(tmp_path / "mb"), "--overwrite",
+                     "--pad-token", "<pad>"], "--overwrite, --pad-token are options of --to hf only")
+    assert not (tmp_path / "t.tiktoken").exists() and not (tmp_path / "mb.model").exists()
+
+
 def test_vocab_grep_has_the_pattern_size_limit(plain_model, capsys):
     for pattern in ("x{999999999}", "(?:(?:a{1000}){1000}){1000}"):
         refused(capsys, ["vocab", str(plain_model), "--grep", pattern], "--grep", "too large")

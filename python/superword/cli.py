@@ -179,6 +179,12 @@ def _export(args: argparse.Namespace) -> None:
     from . import minbpe
     if args.sample and args.to == "minbpe":
         raise ValueError("--sample measures hf and tiktoken exports; minbpe has no encoder to measure")
+    # (options of the hf export only: taken silently by the others, they did nothing)
+    hf_only = [f"--{o.replace('_', '-')}" for o in ("overwrite", "bos_token", "eos_token", "pad_token",
+                                                       "unk_token") if getattr(args, o)]
+    if hf_only and args.to != "hf":
+        raise ValueError(f"{', '.join(hf_only)} {'is an option' if len(hf_only) == 1 else 'are options'} "
+                         f"of --to hf only, not --to {args.to}")
     # the samples are found and read before anything is written: a wrong --sample leaves no
     # export behind
     sample_paths = [_inputs.expand_paths([path], what="--sample") for path in args.sample]
