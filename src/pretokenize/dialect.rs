@@ -223,6 +223,17 @@ fn set_char(out: &mut String, c: char) {
     out.push(c);
 }
 
+/// The most a rewritten pattern may hold, in bytes (a thousand classes written out take 14 MB
+/// and compile in a third of a second).
+const MAX_WRITTEN: usize = 16 << 20;
+
+fn too_large(what: &str) -> Error {
+    Error::Value(format!(
+        "{what} is too large to compile: its Unicode classes written out pass {} MB",
+        MAX_WRITTEN >> 20
+    ))
+}
+
 /// `pattern` (Python `regex` syntax) rewritten for `fancy-regex` (see the module notes).
 pub fn to_fancy(pattern: &str, what: &str) -> Result<String> {
     let p: Vec<char> = pattern.chars().collect();
@@ -233,6 +244,11 @@ pub fn to_fancy(pattern: &str, what: &str) -> Result<String> {
     let mut outer: Vec<(bool, bool)> = Vec::new();
     let mut i = 0;
     while i < p.len() {
+        // (each class written out is up to ~14 KB: a pattern of 100,000 of them, which the size
+        // rule lets through, would be a 1.4 GB string before the engine's own limit refused it)
+        if out.len() > MAX_WRITTEN {
+            return Err(too_large(what));
+        }
         let c = p[i];
         match c {
             '\\' => {
@@ -340,6 +356,9 @@ fn set(p: &[char], i: usize, out: &mut String, what: &str) -> Result<usize> {
     }
     let mut first = true;
     while j < p.len() {
+        if out.len() > MAX_WRITTEN {
+            return Err(too_large(what));
+        }
         let c = p[j];
         if c == ']' && !first {
             out.push(']');
@@ -441,6 +460,16 @@ mod tests {
         // (a set that only starts like one is not a POSIX class)
         assert_eq!(t(r"[[:]"), r"[\[:]");
         assert_eq!(t(r"[[:a]|b:]"), r"[\[:a]|b:]");
+        for many in [
+            [r"\p{L}"; 20_000].join("|"),
+            format!("[{}]", [r"\P{N}"; 20_000].concat()),
+        ] {
+            let e = to_fancy(&many, "pattern").unwrap_err().to_string();
+            assert!(
+                e.starts_with("pattern is too large to compile: its Unicode classes"),
+                "{e}"
+            );
+        }
         assert!(to_fancy(r"x|[^a[:^digit:]]", "pattern").is_err());
     }
 
