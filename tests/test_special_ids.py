@@ -262,3 +262,16 @@ def test_ids_beyond_64_bits_are_value_errors_naming_them(model_text, tmp_path, b
     for big in (2**64, 10**30, -2**63 - 1):
         with pytest.raises(ValueError, match=rf"token id {big} is out of range"):
             getattr(tok, method)(big)
+
+
+@pytest.mark.parametrize("backend", ["reference", "rust"])
+def test_a_special_token_with_a_lone_surrogate_is_refused_alike(backend, tmp_path):
+    # (Rust raised a bare UnicodeEncodeError; the reference took it, then failed in decode and save)
+    tok = superword.train(["the cat sat on the mat"] * 5, 270, "bpe", backend=backend)
+    with pytest.raises(ValueError, match=r"special token '\\ud800' contains a lone surrogate U\+D800"):
+        tok.register_special_tokens(["<a>", "\ud800"])
+    assert tok.special_tokens == {}
+    ranks = tmp_path / "r.tiktoken"
+    tok.save_tiktoken(ranks)
+    with pytest.raises(ValueError, match=r"contains a lone surrogate U\+DFFF"):
+        superword.Tokenizer.from_tiktoken(ranks, r"\w+|\s+|[^\w\s]+", {"x\udfff": 400}, backend=backend)

@@ -513,6 +513,7 @@ class Tokenizer:
         for s, i in special.items():
             if not isinstance(s, str) or not s:
                 raise ValueError(f"special token {s!r} must be a non-empty str")
+            _check_special_text(s)
             _check_int(f"id of special token {s!r}", i)
             if not 0 <= i < 2**32:
                 raise ValueError(f"special token {s!r} has id {i}, which is not a token id: token "
@@ -785,6 +786,7 @@ class Tokenizer:
                 raise ValueError("a special token cannot be empty")
             if "\n" in t or "\r" in t:
                 raise ValueError(f"special token {t!r} contains a line break")
+            _check_special_text(t)
             if t in seen:
                 raise ValueError(f"special token {t!r} is already registered")
             seen.add(t)
@@ -1064,6 +1066,17 @@ def _check_special_overlaps(tokens: list[str]) -> None:
                 if not contained[pair]:
                     raise ValueError(f"special tokens {a!r} and {b!r} overlap ({start!r} ends one "
                                      f"and starts the other)")
+
+
+def _check_special_text(token: str) -> None:
+    """A special token must be text UTF-8 can hold: one with a lone surrogate was refused by the
+    Rust core with Python's bare UnicodeEncodeError, and taken by the reference, whose decode
+    and save then failed."""
+    try:
+        token.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"special token {token!r} contains a lone surrogate "
+                         f"U+{ord(token[exc.start]):04X}; it cannot be encoded as UTF-8") from None
 
 
 def _check_text(text: object) -> str:
