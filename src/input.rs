@@ -64,93 +64,90 @@ fn open(path: &str) -> Result<Box<dyn Read>> {
     })
 }
 
-/// What a JSONL record holds, read without building it: the text field's value (the last
-/// one, as Python's `json` keeps it when a key repeats) and the first 8 keys, for errors.
-/// The other fields are only checked to be JSON: a number out of a double's range there
-/// (`1e400`) is accepted, as Python's `json` accepts it, where building the whole record
-/// refused it; and no map of fields is built per record.
-enum Record {
-    /// a JSON object: the text field's value, if present, and the first keys
-    Object(Option<Value>, Vec<String>),
-    /// something else at the top level, by its Python type name
-    Other(&'static str),
-}
-
-/// The text field's value: a string, or the Python type name of anything else.
-enum Value {
+/// A JSON value as a JSONL record needs it, read without building it: a string, an object
+/// (the text field's value, the last one as Python's `json` keeps it when a key repeats, and
+/// the first 8 keys, for errors), or anything else by its Python type name.  The other fields
+/// are only checked to be JSON: a number out of a double's range there (`1e400`) is accepted,
+/// as Python's `json` accepts it, where building the whole record refused it; and no map of
+/// fields is built per record.
+enum Json {
     Text(String),
+    Object(Option<Box<Json>>, Vec<String>),
     Other(&'static str),
 }
 
-/// Reads one JSON value as a [`Value`] (its type name unless it is a string).
-struct ValueVisitor;
+impl Json {
+    /// Python's name for the value's type.
+    fn type_name(&self) -> &'static str {
+        match self {
+            Json::Text(_) => "str",
+            Json::Object(..) => "dict",
+            Json::Other(kind) => kind,
+        }
+    }
+}
 
-impl<'de> serde::de::Visitor<'de> for ValueVisitor {
-    type Value = Value;
+/// Reads one value as [`Json`]; an object keeps the field `.0` (`None`: nothing, only skipped).
+#[derive(Clone, Copy)]
+struct JsonVisitor<'f>(Option<&'f str>);
+
+impl<'de> serde::de::DeserializeSeed<'de> for JsonVisitor<'_> {
+    type Value = Json;
+
+    fn deserialize<D: serde::de::Deserializer<'de>>(self, d: D) -> std::result::Result<Json, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for JsonVisitor<'_> {
+    type Value = Json;
 
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         f.write_str("a JSON value")
     }
-    fn visit_str<E>(self, v: &str) -> std::result::Result<Value, E> {
-        Ok(Value::Text(v.to_string()))
+    fn visit_str<E>(self, v: &str) -> std::result::Result<Json, E> {
+        Ok(Json::Text(v.to_string()))
     }
-    fn visit_string<E>(self, v: String) -> std::result::Result<Value, E> {
-        Ok(Value::Text(v))
+    fn visit_string<E>(self, v: String) -> std::result::Result<Json, E> {
+        Ok(Json::Text(v))
     }
-    fn visit_bool<E>(self, _: bool) -> std::result::Result<Value, E> {
-        Ok(Value::Other("bool"))
+    fn visit_bool<E>(self, _: bool) -> std::result::Result<Json, E> {
+        Ok(Json::Other("bool"))
     }
-    fn visit_i64<E>(self, _: i64) -> std::result::Result<Value, E> {
-        Ok(Value::Other("int"))
+    fn visit_i64<E>(self, _: i64) -> std::result::Result<Json, E> {
+        Ok(Json::Other("int"))
     }
-    fn visit_u64<E>(self, _: u64) -> std::result::Result<Value, E> {
-        Ok(Value::Other("int"))
+    fn visit_u64<E>(self, _: u64) -> std::result::Result<Json, E> {
+        Ok(Json::Other("int"))
     }
-    fn visit_i128<E>(self, _: i128) -> std::result::Result<Value, E> {
-        Ok(Value::Other("int"))
+    fn visit_i128<E>(self, _: i128) -> std::result::Result<Json, E> {
+        Ok(Json::Other("int"))
     }
-    fn visit_u128<E>(self, _: u128) -> std::result::Result<Value, E> {
-        Ok(Value::Other("int"))
+    fn visit_u128<E>(self, _: u128) -> std::result::Result<Json, E> {
+        Ok(Json::Other("int"))
     }
-    fn visit_f64<E>(self, _: f64) -> std::result::Result<Value, E> {
-        Ok(Value::Other("float"))
+    fn visit_f64<E>(self, _: f64) -> std::result::Result<Json, E> {
+        Ok(Json::Other("float"))
     }
-    fn visit_unit<E>(self) -> std::result::Result<Value, E> {
-        Ok(Value::Other("NoneType"))
+    fn visit_unit<E>(self) -> std::result::Result<Json, E> {
+        Ok(Json::Other("NoneType"))
     }
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Value, A::Error> {
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Json, A::Error> {
         while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
-        Ok(Value::Other("list"))
+        Ok(Json::Other("list"))
     }
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> std::result::Result<Value, A::Error> {
-        while map
-            .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
-            .is_some()
-        {}
-        Ok(Value::Other("dict"))
-    }
-}
-
-impl<'de> serde::de::Deserialize<'de> for Value {
-    fn deserialize<D: serde::de::Deserializer<'de>>(d: D) -> std::result::Result<Value, D::Error> {
-        d.deserialize_any(ValueVisitor)
-    }
-}
-
-/// Reads a record's top level, keeping only the field `0`.
-struct RecordVisitor<'f>(&'f str);
-
-impl<'de> serde::de::Visitor<'de> for RecordVisitor<'_> {
-    type Value = Record;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a JSON object")
-    }
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> std::result::Result<Record, A::Error> {
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> std::result::Result<Json, A::Error> {
         let (mut value, mut keys) = (None, Vec::new());
+        let Some(field) = self.0 else {
+            while map
+                .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+                .is_some()
+            {}
+            return Ok(Json::Object(None, keys));
+        };
         while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-            if key == self.0 {
-                value = Some(map.next_value::<Value>()?);
+            if key == field {
+                value = Some(Box::new(map.next_value_seed(JsonVisitor(None))?));
             } else {
                 map.next_value::<serde::de::IgnoredAny>()?;
             }
@@ -158,35 +155,7 @@ impl<'de> serde::de::Visitor<'de> for RecordVisitor<'_> {
                 keys.push(key.into_owned());
             }
         }
-        Ok(Record::Object(value, keys))
-    }
-    fn visit_str<E>(self, _: &str) -> std::result::Result<Record, E> {
-        Ok(Record::Other("str"))
-    }
-    fn visit_bool<E>(self, _: bool) -> std::result::Result<Record, E> {
-        Ok(Record::Other("bool"))
-    }
-    fn visit_i64<E>(self, _: i64) -> std::result::Result<Record, E> {
-        Ok(Record::Other("int"))
-    }
-    fn visit_u64<E>(self, _: u64) -> std::result::Result<Record, E> {
-        Ok(Record::Other("int"))
-    }
-    fn visit_i128<E>(self, _: i128) -> std::result::Result<Record, E> {
-        Ok(Record::Other("int"))
-    }
-    fn visit_u128<E>(self, _: u128) -> std::result::Result<Record, E> {
-        Ok(Record::Other("int"))
-    }
-    fn visit_f64<E>(self, _: f64) -> std::result::Result<Record, E> {
-        Ok(Record::Other("float"))
-    }
-    fn visit_unit<E>(self) -> std::result::Result<Record, E> {
-        Ok(Record::Other("NoneType"))
-    }
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Record, A::Error> {
-        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
-        Ok(Record::Other("list"))
+        Ok(Json::Object(value, keys))
     }
 }
 
@@ -198,7 +167,7 @@ fn jsonl_text(line: &str, path: &str, number: usize, field: &str) -> Result<Opti
     }
     let mut de = serde_json::Deserializer::from_str(line);
     let record = de
-        .deserialize_any(RecordVisitor(field))
+        .deserialize_any(JsonVisitor(Some(field)))
         .and_then(|r| de.end().map(|()| r))
         .map_err(|e| {
             if e.to_string().contains("surrogate") {
@@ -210,16 +179,15 @@ fn jsonl_text(line: &str, path: &str, number: usize, field: &str) -> Result<Opti
             }
         })?;
     match record {
-        Record::Other(kind) => Err(Error::Value(format!(
-            "{path}, line {number}: expected a JSON object with a {} field, found {kind}",
-            py_repr(field),
-        ))),
-        Record::Object(Some(Value::Text(s)), _) => Ok(Some(s)),
-        Record::Object(Some(Value::Other(kind)), _) => Err(Error::Value(format!(
-            "{path}, line {number}: field {} is {kind}, not a string",
-            py_repr(field),
-        ))),
-        Record::Object(None, keys) => {
+        Json::Object(Some(value), _) => match *value {
+            Json::Text(s) => Ok(Some(s)),
+            other => Err(Error::Value(format!(
+                "{path}, line {number}: field {} is {}, not a string",
+                py_repr(field),
+                other.type_name()
+            ))),
+        },
+        Json::Object(None, keys) => {
             let fields: Vec<String> = keys.iter().map(|k| py_repr(k)).collect();
             Err(Error::Value(format!(
                 "{path}, line {number}: the record has no {} field (fields: {})",
@@ -227,6 +195,11 @@ fn jsonl_text(line: &str, path: &str, number: usize, field: &str) -> Result<Opti
                 fields.join(", ")
             )))
         }
+        other => Err(Error::Value(format!(
+            "{path}, line {number}: expected a JSON object with a {} field, found {}",
+            py_repr(field),
+            other.type_name()
+        ))),
     }
 }
 

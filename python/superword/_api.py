@@ -1068,23 +1068,29 @@ def _check_special_overlaps(tokens: list[str]) -> None:
                                      f"and starts the other)")
 
 
+def _lone_surrogate(text: str) -> tuple[str, int] | None:
+    """The first lone surrogate of ``text`` (which UTF-8 cannot hold), as ``("U+D800", index)``,
+    or ``None``."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"U+{ord(text[exc.start]):04X}", exc.start
+    return None
+
+
 def _check_special_text(token: str) -> None:
     """A special token must be text UTF-8 can hold: one with a lone surrogate was refused by the
     Rust core with Python's bare UnicodeEncodeError, and taken by the reference, whose decode
     and save then failed."""
-    try:
-        token.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise ValueError(f"special token {token!r} contains a lone surrogate "
-                         f"U+{ord(token[exc.start]):04X}; it cannot be encoded as UTF-8") from None
+    if (found := _lone_surrogate(token)) is not None:
+        raise ValueError(f"special token {token!r} contains a lone surrogate {found[0]}; it cannot "
+                         f"be encoded as UTF-8")
 
 
 def _check_text(text: object) -> str:
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, not {type(text).__name__}")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise ValueError(f"text contains a lone surrogate U+{ord(text[exc.start]):04X} at index "
-                         f"{exc.start}; it cannot be encoded as UTF-8") from None
+    if (found := _lone_surrogate(text)) is not None:
+        raise ValueError(f"text contains a lone surrogate {found[0]} at index {found[1]}; it cannot "
+                         f"be encoded as UTF-8")
     return text

@@ -378,17 +378,16 @@ def save_hf(tok: Any, directory: str | os.PathLike[str], overwrite: bool = False
 
 def sample_texts(sample: Any) -> list[str]:
     """The documents of ``save_hf``'s ``sample``, checked before any file is written."""
+    from ._api import _lone_surrogate
     if isinstance(sample, (str, bytes)) or not isinstance(sample, Iterable):
         raise TypeError(f"sample must be an iterable of documents (str), not {type(sample).__name__}")
     texts = list(sample)
     for n, text in enumerate(texts):
         if not isinstance(text, str):
             raise TypeError(f"sample document {n} must be a str, not {type(text).__name__}")
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise ValueError(f"sample document {n} contains a lone surrogate "
-                             f"U+{ord(text[exc.start]):04X} at index {exc.start}") from None
+        if (found := _lone_surrogate(text)) is not None:
+            raise ValueError(f"sample document {n} contains a lone surrogate {found[0]} at index "
+                             f"{found[1]}")
     return texts
 
 

@@ -140,6 +140,42 @@ fn posix_class_at(p: &[char], i: usize) -> bool {
     letters > 0 && p.get(j + letters) == Some(&':') && p.get(j + letters + 1) == Some(&']')
 }
 
+/// Does the pattern hold a POSIX class inside a set?  The walk of the reference's
+/// `_has_posix_class`, step for step (escapes skipped, sets not nested, a `]` first in a set is
+/// a character; comments are not told apart), so that both refuse the same patterns.
+fn has_posix_class(p: &[char]) -> bool {
+    let (mut i, mut in_set) = (0, false);
+    while i < p.len() {
+        let c = p[i];
+        if c == '\\' {
+            i += 2;
+            continue;
+        }
+        if in_set {
+            if c == ']' {
+                in_set = false;
+            } else if c == '[' && posix_class_at(p, i) {
+                return true;
+            }
+            i += 1;
+            continue;
+        }
+        if c == '[' {
+            i += 1;
+            if p.get(i) == Some(&'^') {
+                i += 1;
+            }
+            if p.get(i) == Some(&']') {
+                i += 1;
+            }
+            in_set = true;
+            continue;
+        }
+        i += 1;
+    }
+    false
+}
+
 /// The message for a POSIX class, the same in the reference.
 pub fn posix_class_error(what: &str) -> Error {
     Error::Value(format!(
@@ -227,6 +263,14 @@ fn set_char(out: &mut String, c: char) {
 /// and compile in a third of a second).
 const MAX_WRITTEN: usize = 16 << 20;
 
+/// Where the text from `p[i]` through the first `stop` ends (the end of `p` without one).
+fn through(p: &[char], i: usize, stop: char) -> usize {
+    p[i..]
+        .iter()
+        .position(|&c| c == stop)
+        .map_or(p.len(), |k| i + k + 1)
+}
+
 fn too_large(what: &str) -> Error {
     Error::Value(format!(
         "{what} is too large to compile: its Unicode classes written out pass {} MB",
@@ -237,6 +281,9 @@ fn too_large(what: &str) -> Error {
 /// `pattern` (Python `regex` syntax) rewritten for `fancy-regex` (see the module notes).
 pub fn to_fancy(pattern: &str, what: &str) -> Result<String> {
     let p: Vec<char> = pattern.chars().collect();
+    if has_posix_class(&p) {
+        return Err(posix_class_error(what));
+    }
     let mut out = String::with_capacity(pattern.len());
     // the multi-line and verbose flags where we are, and as they were outside each open group
     // (`regex` applies a flag group `(?m)` from where it stands to the end of its group)
@@ -270,21 +317,15 @@ pub fn to_fancy(pattern: &str, what: &str) -> Result<String> {
                 i += 2;
             }
             '[' => i = set(&p, i, &mut out, what)?,
+            // comments, copied as they are: to the end of the line in verbose mode, and a
+            // comment group to its first `)`
             '#' if verbose => {
-                // a comment to the end of the line, copied as it is
-                let end = p[i..]
-                    .iter()
-                    .position(|&c| c == '\n')
-                    .map_or(p.len(), |k| i + k + 1);
+                let end = through(&p, i, '\n');
                 out.extend(&p[i..end]);
                 i = end;
             }
             '(' if p.get(i + 1) == Some(&'?') && p.get(i + 2) == Some(&'#') => {
-                // a comment group, to its first `)`
-                let end = p[i..]
-                    .iter()
-                    .position(|&c| c == ')')
-                    .map_or(p.len(), |k| i + k + 1);
+                let end = through(&p, i, ')');
                 out.extend(&p[i..end]);
                 i = end;
             }
@@ -365,9 +406,6 @@ fn set(p: &[char], i: usize, out: &mut String, what: &str) -> Result<usize> {
             return Ok(j + 1);
         }
         first = false;
-        if c == '[' && posix_class_at(p, j) {
-            return Err(posix_class_error(what));
-        }
         if c == '\\' {
             if let Some((mask, negated, end)) = property_at(p, j) {
                 out.push_str(&ranges(mask, negated));
@@ -471,6 +509,8 @@ mod tests {
             );
         }
         assert!(to_fancy(r"x|[^a[:^digit:]]", "pattern").is_err());
+        // (found by the same walk as the reference's, comments included)
+        assert!(to_fancy(r"(?#[[:alpha:]])x", "pattern").is_err());
     }
 
     #[test]
