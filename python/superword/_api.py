@@ -468,6 +468,30 @@ class Tokenizer:
         #: read by :meth:`load` from the sidecar ``MODEL.json``; ``None`` when unknown
         self.provenance: dict[str, Any] | None = None
 
+    # -- pickling ---------------------------------------------------------------------------
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """A pickle holds the model's text (as :meth:`save` writes it; a ranks model's
+        ``.tiktoken`` text, pattern and special tokens), its n-gram table, whether encoding
+        uses the greedy split, the backend and the provenance: no path, no retraining.  The
+        same tokenizer always pickles to the same bytes, so ``datasets`` can hash it."""
+        state: dict[str, Any] = {"backend": self.backend, "provenance": self.provenance}
+        if self.kind == "tiktoken":
+            state["ranks"] = self._impl.dumps_tiktoken()
+            state["pattern"] = self.pattern
+            state["special_tokens"] = sorted(self.special_tokens.items(), key=lambda item: item[1])
+        else:
+            state["model"] = self.model_text()
+            state["ngrams"] = self._impl.dumps_ngrams()
+            state["greedy_split"] = bool(self._impl.greedy_split)
+        return (_restore, (PICKLE_FORMAT, state))
+
+    def __copy__(self) -> Tokenizer:
+        return _restore(*self.__reduce__()[1])
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Tokenizer:
+        return self.__copy__()
+
     # -- files -----------------------------------------------------------------------------
 
     @classmethod
@@ -1013,6 +1037,40 @@ class Tokenizer:
     def decode_batch(self, batch: Iterable[Iterable[int]]) -> list[str]:
         """:meth:`decode` of each list of ids."""
         return [self.decode(ids) for ids in batch]
+
+
+#: The layout of a pickled :class:`Tokenizer` (see ``Tokenizer.__reduce__``); a pickle of
+#: another layout was made by another superword version and is refused, not guessed at.
+PICKLE_FORMAT = 1
+_PICKLE_NAME = "<pickled superword.Tokenizer>"
+
+
+def _restore(fmt: object, state: object) -> Tokenizer:
+    """The tokenizer a pickle holds (the other half of ``Tokenizer.__reduce__``)."""
+    from . import __version__
+    if fmt != PICKLE_FORMAT or not isinstance(state, dict):
+        raise ValueError(f"this pickle of a superword.Tokenizer was made by another version of "
+                         f"superword (pickle format {fmt!r}; superword {__version__} reads format "
+                         f"{PICKLE_FORMAT}): load the model file with Tokenizer.load instead")
+    try:
+        backend = _resolve_backend(state["backend"])
+        if "ranks" in state:
+            special = [(str(s), int(i)) for s, i in state["special_tokens"]]
+            if backend == "rust":
+                impl: Any = _core_module().Tokenizer.loads_tiktoken(state["ranks"], state["pattern"], special,
+                                                                   _PICKLE_NAME)
+            else:
+                impl = ReferenceRankCore.loads_tiktoken(state["ranks"], state["pattern"], special, _PICKLE_NAME)
+        else:
+            core = _core_module().Tokenizer if backend == "rust" else ReferenceCore
+            impl = core.loads(state["model"], state["ngrams"], bool(state["greedy_split"]), _PICKLE_NAME)
+        provenance = state["provenance"]
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"this pickle of a superword.Tokenizer lacks what superword {__version__} "
+                         f"needs ({exc!r}): it was made by another version of superword") from None
+    tok = Tokenizer(impl, backend)
+    tok.provenance = provenance
+    return tok
 
 
 def _to_byte_level(raw: bytes) -> str:

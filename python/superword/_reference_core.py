@@ -65,6 +65,22 @@ class ReferenceCore:
         # the Encoder names the problem
         return ReferenceCore(model, greedy_split)
 
+    @staticmethod
+    def loads(text: str, ngrams: str | None = None, greedy_split: bool = False,
+              name: str = "<model text>") -> ReferenceCore:
+        """A model from a model file's text and its n-gram sidecar's (``dumps``, ``dumps_ngrams``)."""
+        model = _model.loads(text, name)
+        if ngrams is not None:
+            model.ngrams = _model.loads_ngrams(ngrams, name)
+        return ReferenceCore(model, greedy_split)
+
+    @property
+    def greedy_split(self) -> bool:
+        return self.encoder.ngrams is not None
+
+    def dumps_ngrams(self) -> str | None:
+        return None if self.model.ngrams is None else _model.dumps_ngrams(self.model.ngrams)
+
     def save(self, path: str) -> None:
         """The v2 file, plus the n-gram sidecar when the model has an n-gram table (SPEC 3.1);
         a sidecar left from an earlier model at the same path is removed."""
@@ -162,6 +178,18 @@ class ReferenceRankCore:
         _ranks.check_special(ranks, dict(special_tokens), path)
         return ReferenceRankCore(ranks, pattern, dict(special_tokens))
 
+    @staticmethod
+    def loads_tiktoken(text: str, pattern: str, special_tokens: list[tuple[str, int]],
+                       name: str = "<ranks text>") -> ReferenceRankCore:
+        """A ranks model from a ``.tiktoken`` file's text (``dumps_tiktoken``)."""
+        ranks = _ranks.parse_ranks(text, name)
+        _ranks.check_special(ranks, dict(special_tokens), name)
+        return ReferenceRankCore(ranks, pattern, dict(special_tokens))
+
+    def dumps_tiktoken(self) -> str:
+        import base64
+        return "".join(f"{base64.b64encode(self.vocab[i]).decode('ascii')} {i}\n" for i in sorted(self.vocab))
+
     vocab_size = property(lambda self: self._top + 1)
     special_tokens = property(lambda self: dict(self._special))
     training_stats = property(lambda self: {})
@@ -236,9 +264,7 @@ class ReferenceRankCore:
         raise ValueError("a tiktoken ranks model has no BoundlessBPE v2 form; use save_tiktoken")
 
     def save_tiktoken(self, path: str) -> None:
-        import base64
-        write_text_atomic(path, "".join(f"{base64.b64encode(self.vocab[i]).decode('ascii')} {i}\n"
-                                        for i in sorted(self.vocab)))
+        write_text_atomic(path, self.dumps_tiktoken())
 
     def dumps(self) -> str:
         raise ValueError("a tiktoken ranks model has no BoundlessBPE v2 form")

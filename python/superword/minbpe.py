@@ -252,6 +252,14 @@ class Tokenizer:
         self._encoder = None
         self._after_load()
 
+    # -- pickling -----------------------------------------------------------------------------------
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Everything but the compiled encoder, which the copy builds again when it encodes."""
+        state = dict(self.__dict__)
+        state["_encoder"] = None
+        return state
+
     # -- internals ----------------------------------------------------------------------------------
 
     def _split_pattern(self) -> str | None:
