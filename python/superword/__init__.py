@@ -8,9 +8,8 @@ text better than plain BPE.  Train one with :func:`train`, load one with
 """
 from ._api import CL100K_PATTERN, CL100K_SPECIAL, Tokenizer, TrainingShortfall, train
 from ._counts import Counts, count, load_counts, merge_counts
+from ._version import __version__
 from .stats import evaluate
-
-__version__ = "0.1.0"
 
 __all__ = ["CL100K_PATTERN", "CL100K_SPECIAL", "Counts", "Tokenizer", "TrainingShortfall", "count", "evaluate",
            "load_counts", "merge_counts", "train", "__version__"]
