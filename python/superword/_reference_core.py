@@ -6,6 +6,7 @@ path for both backends.  ``superword._backend.Core`` is the interface; mypy chec
 module satisfies it."""
 from __future__ import annotations
 
+import base64
 import contextlib
 import itertools
 import operator
@@ -256,7 +257,6 @@ class ReferenceRankCore:
         raise ValueError("a tiktoken ranks model has no BoundlessBPE v2 form; use save_tiktoken")
 
     def save_tiktoken(self, path: str) -> None:
-        import base64
         write_text_atomic(path, "".join(f"{base64.b64encode(self.vocab[i]).decode('ascii')} {i}\n"
                                         for i in sorted(self.vocab)))
 

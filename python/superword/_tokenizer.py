@@ -5,6 +5,7 @@ Python decides argument policy and error messages here; the backend (see
 """
 from __future__ import annotations
 
+import array
 import contextlib
 import gc
 import itertools
@@ -13,7 +14,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
-from . import _export, _files, _provenance, _reference_core
+from . import _files, _provenance, _reference_core
 from ._backend import TokenizerCore, _check_int, _requested_threads, _resolve_backend, core_of
 from ._specials import (
     AllowedSpecial,
@@ -135,6 +136,7 @@ class Tokenizer:
         is :attr:`pattern`).  Script-aware and superword models get the closest single
         pattern (see ``superword._export``): tiktoken has no script runs and no supermerges,
         so its ids can differ on some texts; ``benchmarks/hf_agreement.py`` measures how often."""
+        from . import _export  # (the export formats load on first use: they cost `import superword` 8 ms)
         if self.kind == "tiktoken" or (self.kind == "word" and not self._script_aware()):
             self._impl.save_tiktoken(os.fspath(path))
             return self.pattern
@@ -158,6 +160,7 @@ class Tokenizer:
 
         ``sample``: documents on which to measure the export with ``tokenizers``; returns
         ``{"documents", "identical" (share with our ids), "tokens", "token_difference"}``."""
+        from . import _export
         roles = {"bos_token": bos_token, "eos_token": eos_token, "pad_token": pad_token,
                  "unk_token": unk_token}
         texts = None if sample is None else _export.sample_texts(sample)  # checked before writing
@@ -171,6 +174,7 @@ class Tokenizer:
         """A byte-level BPE ``tokenizer.json`` (GPT-2 / Llama-3 style) as a rank-based model
         with the file's ids, pattern and special tokens.  Other model types (WordPiece,
         Unigram, ...) raise ``ValueError``."""
+        from . import _export
         name = os.fspath(path)
         ranks, pattern, special = _export.load_hf(name)
         with _export.temporary_file(ranks, ".tiktoken") as ranks_path:
@@ -182,6 +186,7 @@ class Tokenizer:
                 raise ValueError(f"{name}: {str(exc).replace(os.fspath(ranks_path), name)}") from None
 
     def _script_aware(self) -> bool:
+        from . import _export
         return _export.model_of(self).settings.script_specific_regex is not None
 
     @property
@@ -439,7 +444,6 @@ class Tokenizer:
         flat = getattr(self._impl, "encode_batch_flat", None)
         if flat is not None:
             return flat(texts, allowed, threads)
-        import array
         batch = self._impl.encode_batch(texts, allowed, threads)
         ids = array.array("I", (i for seq in batch for i in seq))
         offsets = array.array("Q", [0])
