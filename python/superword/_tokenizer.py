@@ -388,7 +388,7 @@ class Tokenizer:
         """
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, not {type(text).__name__}")
-        allowed = self._specials.allowed((text,), allowed_special, disallowed_special)
+        allowed = self._specials.allowed_in(text, allowed_special, disallowed_special)
         try:
             # (no special token to recognise is `encode_ordinary`, without converting the list)
             return self._impl.encode(text, allowed) if allowed else self._impl.encode_ordinary(text)
