@@ -19,6 +19,7 @@ class Counts:
     were made with: everything training needs from the text.  Made by :func:`count`,
     :func:`load_counts` or :func:`merge_counts`; trained on with ``superword.train(counts=...)``.
 
+    >>> from superword import count
     >>> c = count(["the cat sat", "the cat"], backend="reference")
     >>> c.documents, c.most_common(2)
     (2, [(' cat', 2), ('the', 2)])
@@ -174,6 +175,7 @@ def merge_counts(items: Sequence[Counts | str | os.PathLike[str]], backend: str 
     grouped.  Counts made with different settings are refused, naming the difference; a sum
     over 2**64 - 1 is refused, not wrapped.
 
+    >>> from superword import count
     >>> a = count(["the cat"], backend="reference"); b = count(["the dog"], backend="reference")
     >>> merge_counts([a, b]).most_common(1)
     [('the', 2)]

@@ -286,6 +286,7 @@ class Tokenizer:
         the character where it starts (a token that begins inside a character gets the index
         of that character).
 
+        >>> from superword import train
         >>> tok = train(["the cat sat on the mat"] * 5, vocab_size=250, algorithm="bpe")
         >>> text, starts = tok.decode_with_offsets(tok.encode("the cat"))
         >>> [text[a:b] for a, b in zip(starts, [*starts[1:], len(text)])] == [
@@ -379,6 +380,7 @@ class Tokenizer:
         none, so they are encoded as text).  When given, it replaces the raising part of
         ``allowed_special``.
 
+        >>> from superword import train
         >>> tok = train(["the cat sat on the mat"] * 5, vocab_size=250, algorithm="bpe")
         >>> _ = tok.register_special_tokens(["<|endoftext|>"])
         >>> tok.encode("cat<|endoftext|>", allowed_special={"<|endoftext|>"})[-1] == tok.eot_token
