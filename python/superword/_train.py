@@ -6,7 +6,6 @@ Python decides argument policy and error messages here; the work is done by a ba
 from __future__ import annotations
 
 import functools
-import inspect
 import math
 import os
 import time
@@ -63,8 +62,7 @@ def _positional_deprecated(*names: str) -> Callable[[F], F]:
     checkers see it); only calls at run time are translated.
     """
     def decorate(function: F) -> F:
-        parameters = inspect.signature(function).parameters.values()
-        positional = sum(p.kind is p.POSITIONAL_OR_KEYWORD for p in parameters)
+        positional = function.__code__.co_argcount  # (not `inspect`: 7 ms of `import superword`)
         name = function.__name__
 
         @functools.wraps(function)
