@@ -37,8 +37,8 @@ def test_ray_counts_and_trains_byte_identically_to_the_local_run(ray_cluster, co
     assert len([t for t in tasks if t[0] == str(corpus[0])]) >= 4  # the big file is spread
     local = superword.count(corpus)
     assert superword.count(corpus, executor="ray").to_bytes() == local.to_bytes()
-    assert (superword.train(corpus, 900, "superbpe", 100, executor="ray").model_text()
-            == superword.train(corpus, 900, "superbpe", 100).model_text())
+    assert (superword.train(corpus, 900, "superbpe", supermerges=100, executor="ray").model_text()
+            == superword.train(corpus, 900, "superbpe", supermerges=100).model_text())
     from superword.cli import main
     assert main(["count", *map(str, corpus), "--ray", "-o", str(tmp_path / "ray.swc"), "-q"]) == 0
     assert (tmp_path / "ray.swc").read_bytes() == local.to_bytes()

@@ -6,8 +6,10 @@ text better than plain BPE.  Train one with :func:`train`, load one with
 :func:`count` and train from the counts (``train(counts=...)``).  The pure-Python reference implementation is
 :mod:`superword.reference`; the compiled Rust core is ``superword._core``.
 """
-from ._api import CL100K_PATTERN, CL100K_SPECIAL, Tokenizer, TrainingShortfall, train
-from ._counts import Counts, count, load_counts, merge_counts
+from ._count_table import Counts, load_counts, merge_counts
+from ._counts import count
+from ._tokenizer import CL100K_PATTERN, CL100K_SPECIAL, Tokenizer
+from ._train import TrainingShortfall, train
 from ._version import __version__
 from .stats import evaluate
 

@@ -52,6 +52,7 @@ from collections.abc import Iterable, Iterator
 from importlib import resources
 from typing import Any
 
+from ._specials import _check_special_overlaps, _lone_surrogate
 from .reference import model as _model
 from .reference.merging import Merge
 from .reference.pretokenize import GPT4O, SCRIPT_SPECIFIC_GPT4O
@@ -325,7 +326,6 @@ def _roles(model: _model.Model, roles: dict[str, str | None]) -> dict[str, str]:
             # the next free id: one past every id in use (special ids need not be contiguous)
             model.special_tokens[token] = max([len(model.vocab) - 1, *model.special_tokens.values()]) + 1
         out[role] = token
-    from ._api import _check_special_overlaps  # the rule Tokenizer.from_hf applies on reading
     _check_special_overlaps(list(model.special_tokens))
     return out
 
@@ -378,7 +378,6 @@ def save_hf(tok: Any, directory: str | os.PathLike[str], overwrite: bool = False
 
 def sample_texts(sample: Any) -> list[str]:
     """The documents of ``save_hf``'s ``sample``, checked before any file is written."""
-    from ._api import _lone_surrogate
     if isinstance(sample, (str, bytes)) or not isinstance(sample, Iterable):
         raise TypeError(f"sample must be an iterable of documents (str), not {type(sample).__name__}")
     texts = list(sample)
@@ -639,7 +638,6 @@ def load_hf(path: str) -> tuple[str, str, dict[str, int]]:
     So are superword's own exports of BoundlessBPE and SuperBPE models, whose supermerges come
     after every regular merge in the file whatever their ids (see the module notes).
     """
-    from ._api import _check_special_overlaps
     from .reference.pretokenize import compile_pattern
     vocab, merges, special, pattern = _parse_hf(path)
     name = os.path.basename(path)
