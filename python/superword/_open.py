@@ -98,21 +98,41 @@ def _not_tiktoken(pattern: str | None, name: str, make: Any) -> _api.Tokenizer:
     return tok
 
 
-def _open_file(path: str, pattern: str | None, backend: str | None) -> _api.Tokenizer:
-    """A file, by its content: JSON (tokenizer.json), "minbpe v1", ranks lines, or our model."""
+def file_format(path: str) -> str:
+    """What a file holds, by its content: ``"hf"`` (JSON), ``"minbpe"`` ("minbpe v1"),
+    ``"tiktoken"`` (``.tiktoken`` name or ranks lines) or ``"superword"`` (anything else: our
+    model reader names what is wrong with it)."""
     try:
         with open(path, "rb") as f:
             head = f.read(4096)
     except OSError as exc:
         raise OSError(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    start = head.lstrip()[:1]
     first = head.split(b"\n", 1)[0].strip()
-    if start in (b"{", b"["):
-        return _not_tiktoken(pattern, path, lambda: _api.Tokenizer.from_hf(path, backend=backend))
+    if head.lstrip()[:1] in (b"{", b"["):
+        return "hf"
     if first == b"minbpe v1":
-        return _not_tiktoken(pattern, path, lambda: from_minbpe(path, backend=backend))
+        return "minbpe"
     if path.endswith(".tiktoken") or _looks_like_ranks(first):
+        return "tiktoken"
+    return "superword"
+
+
+def takes_pattern(spec: Any) -> bool:
+    """Whether ``spec`` is a ``.tiktoken`` file, the one kind of spec that takes ``pattern=``."""
+    if not isinstance(spec, (str, os.PathLike)):
+        return False
+    path = os.fspath(spec)
+    return isinstance(path, str) and os.path.isfile(path) and file_format(path) == "tiktoken"
+
+
+def _open_file(path: str, pattern: str | None, backend: str | None) -> _api.Tokenizer:
+    kind = file_format(path)
+    if kind == "tiktoken":
         return from_tiktoken_file(path, pattern, backend=backend)
+    if kind == "hf":
+        return _not_tiktoken(pattern, path, lambda: _api.Tokenizer.from_hf(path, backend=backend))
+    if kind == "minbpe":
+        return _not_tiktoken(pattern, path, lambda: from_minbpe(path, backend=backend))
     return _not_tiktoken(pattern, path, lambda: _api.Tokenizer.load(path, backend=backend))
 
 
@@ -414,3 +434,27 @@ def save_ranks_hf(tok: _api.Tokenizer, directory: str | os.PathLike[str], overwr
     os.makedirs(directory, exist_ok=True)
     _export.write_atomic(os.path.join(directory, "tokenizer.json"), text)
 
+
+
+def ranks_minbpe(tok: _api.Tokenizer) -> Any:
+    """A ranks model as a minbpe ``RegexTokenizer`` with the same ids, when its ids are
+    minbpe's: byte ``b`` is id ``b``, then one id per merge from 256 on (a minbpe model read
+    by :func:`from_minbpe` is).  cl100k_base and other published encodings number their byte
+    tokens otherwise; minbpe's ``GPT4Tokenizer`` is the form of cl100k_base."""
+    from . import minbpe
+    wrong = [b for b in range(256) if tok.id_of(bytes([b])) != b]
+    if wrong:
+        raise ValueError(f"minbpe numbers byte b as id b, and this ranks model gives byte "
+                         f"0x{wrong[0]:02X} id {tok.id_of(bytes([wrong[0]]))}; it has no minbpe form "
+                         f"with the same ids (use --to tiktoken or --to hf)")
+    merges = recover_merges(tok)
+    ids = {raw: i for i, raw, _ in tok}
+    made = [ids[a + b] for a, b in merges]
+    if made != list(range(256, 256 + len(made))):
+        gap = next(n for n, i in enumerate(made) if i != 256 + n)
+        raise ValueError(f"minbpe gives merge {gap} id {256 + gap}, and this ranks model has id "
+                         f"{made[gap]} there; it has no minbpe form with the same ids")
+    out = minbpe.RegexTokenizer("" if tok.pattern == _export.WHOLE_TEXT_PATTERN else tok.pattern)
+    out.merges = {(ids[a], ids[b]): ids[a + b] for a, b in merges}
+    out.register_special_tokens(tok.special_tokens)
+    return out
