@@ -195,7 +195,7 @@ def from_minbpe(path: str, *, backend: str | None = None) -> _api.Tokenizer:
         if raw in seen:
             raise ValueError(f"{path}: merge ({a}, {b}) -> {idx} makes the bytes of token {seen[raw]} "
                              f"again; a ranks model has one id per token")
-        vocab[idx] = seen[raw] = raw
+        vocab[idx], seen[raw] = raw, idx
     ranks = "".join(f"{base64.b64encode(raw).decode('ascii')} {i}\n" for i, raw in sorted(vocab.items()))
     regex = m.pattern or _export.WHOLE_TEXT_PATTERN  # "" in minbpe: the whole text is one chunk
     return _from_ranks_text(ranks, regex, dict(m.special_tokens), path, backend)
@@ -407,7 +407,8 @@ def ranks_hf_json(tok: _api.Tokenizer) -> dict[str, Any]:
         "version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
         "normalizer": None,
         "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
-            {"type": "Split", "pattern": {"Regex": oniguruma_pattern(tok.pattern)}, "behavior": "Isolated", "invert": False},
+            {"type": "Split", "pattern": {"Regex": oniguruma_pattern(tok.pattern)}, "behavior": "Isolated",
+             "invert": False},
             {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}]},
         "post_processor": None,
         "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},

@@ -32,6 +32,7 @@ import argparse
 import difflib
 import json
 import os
+import re
 import sys
 import tempfile
 import time
@@ -92,6 +93,9 @@ class _CommandParser(argparse.ArgumentParser):
         if not options:
             self.error(f"unrecognized arguments: {' '.join(extras)}")
         word = options[0].split("=", 1)[0]
+        if not re.fullmatch(r"--?[A-Za-z][\w-]*", word):  # a text or a file name, most likely
+            self.error(f"unrecognized argument {options[0]!r}: an argument that starts with '-' "
+                       f"and is no option goes after --, e.g. {self.prog} ... -- {options[0]!r}")
         known = sorted(o for o in self._option_string_actions if o.startswith("--"))
         close = difflib.get_close_matches(word, known, n=1, cutoff=0.5)
         hint = f"; did you mean {close[0]}?" if close else f" (options: {', '.join(known)})"
@@ -600,7 +604,7 @@ def _stats(args: argparse.Namespace) -> None:
         winners = stats.best(results, key, better)
         rows.append([label, *[_fmt(r[key], label) + ("*" if i in winners else "")
                               for i, r in enumerate(results)]])
-    _display.table(["metric", *[r["name"] for r in results]], rows)
+    _display.table(["metric", *[r["name"] for r in results]], rows, sys.stdout)
     for r in results:
         prov = r["provenance"]
         if prov:
@@ -661,7 +665,7 @@ def _vocab(args: argparse.Namespace) -> None:
     _display.table(["id", "count", "superword", "token"],
                    [[str(i), "-" if count is None else f"{count:,}", "yes" if sup else "",
                      _display.readable(raw)]
-                    for i, raw, count, sup in rows])
+                    for i, raw, count, sup in rows], sys.stdout)
 
 
 def _encode(args: argparse.Namespace) -> None:
