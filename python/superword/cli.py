@@ -134,6 +134,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("models", nargs="+", metavar="MODEL")
     p.add_argument("--on", nargs="+", metavar="FILE", help="text to measure on (default: as stats)")
     _add_reading(p)
+    p.add_argument("--baseline", metavar="MODEL",
+                   help="the model the token changes are relative to (default: the first BPE model)")
+    p.add_argument("--panels", metavar="A,B,...",
+                   help="one figure per panel, sized for a column, to OUT-PANEL.png; panels: "
+                        "compression, lengths, superwords, training, merges (default: one figure of all)")
     p.add_argument("-o", "--output", required=True, metavar="FILE.png")
 
     v = sub.add_parser("vocab", help="list a model's tokens as readable text")
@@ -542,12 +547,27 @@ def _fmt(value: float, label: str) -> str:
 def _plot(args: argparse.Namespace) -> None:
     from . import plot  # says which extra to install when matplotlib is missing
     plot.require_matplotlib()
+    panels = None if args.panels is None else [p.strip() for p in args.panels.split(",")]
     paths = _on_paths(args)
-    _check_outputs(args, [*(f for m in args.models for f in _model_files(m)), *(paths or [])])
+    written = [args.output] if panels is None else [
+        f"{os.path.splitext(args.output)[0]}-{p}{os.path.splitext(args.output)[1] or '.png'}" for p in panels]
+    _check_outputs(argparse.Namespace(**dict(vars(args), output=written[0])),
+                   [*(f for m in args.models for f in _model_files(m)), *(paths or [])])
+    for extra in written[1:]:
+        _files.check_target(extra)
+    _files.refuse_overwriting(written, [*(f for m in args.models for f in _model_files(m)), *(paths or [])])
     models = [_api.Tokenizer.load(m) for m in args.models]
     texts, source = _texts(args, paths)
-    plot.plot(models, texts, args.output, names=_names(args.models), source=source)
-    print(f"wrote {args.output}")
+    if args.on:  # the title names files, not where they sit on this machine
+        source = ", ".join("standard input" if p == "-" else os.path.basename(p) for p in args.on)
+    source += f" ({len(texts):,} documents, {sum(len(t.encode('utf-8')) for t in texts) / 1e6:.1f} MB)"
+    names = _names(args.models)
+    baseline = args.baseline
+    if baseline is not None and baseline in args.models:
+        baseline = names[args.models.index(baseline)]
+    for path in plot.plot(models, texts, args.output, names=names, source=source, baseline=baseline,
+                          panels=panels):
+        print(f"wrote {path}")
 
 
 # ----------------------------------------------------------------------------------------
