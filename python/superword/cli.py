@@ -63,6 +63,40 @@ def _positive(text: str) -> int:
     return value
 
 
+def _at_least_two(text: str) -> int:
+    value = _positive(text)
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"must be at least 2 (1 would hold back everything), got {value}")
+    return value
+
+
+class _HeldBack:
+    """Every ``every``-th document (the ``every``-th, the ``2 * every``-th, ...) of a stream is
+    held back from training; the first :data:`SAMPLE_BYTES` of them are kept to measure on."""
+
+    def __init__(self, every: int):
+        self.every = every
+        self.texts: list[str] = []
+        self.documents = self.bytes = self.kept_bytes = 0
+
+    def split(self, documents: Any) -> Any:
+        for n, doc in enumerate(documents, start=1):
+            if n % self.every:
+                yield doc
+                continue
+            size = len(doc.encode("utf-8", "surrogatepass"))
+            self.documents += 1
+            self.bytes += size
+            if self.kept_bytes < SAMPLE_BYTES:
+                self.texts.append(doc)
+                self.kept_bytes += size
+
+    def describe(self) -> str:
+        measured = len(self.texts)
+        return (f"{measured:,} held-back documents ({self.kept_bytes / 1e6:.1f} MB; 1 document in "
+                f"{self.every} of the input, {self.documents:,} in all, was not trained on: in-domain text)")
+
+
 def _add_reading(p: argparse.ArgumentParser) -> None:
     p.add_argument("--text-field", default="text", metavar="FIELD",
                    help="JSONL field / Parquet column holding the text (default: text)")
@@ -142,6 +176,13 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--backend", choices=list(_api.BACKENDS), default=None)
     t.add_argument("--no-compare", action="store_true",
                    help="skip the compression summary against the word model")
+    t.add_argument("--hold-back", type=_at_least_two, metavar="N",
+                   help="hold every Nth document of INPUTS back from training and measure the summary "
+                        "on them (in-domain text the model has not seen); without it, the summary of "
+                        "INPUTS is skipped, since all of them were trained on")
+    t.add_argument("--record-paths", action="store_true",
+                   help="record the inputs' absolute paths in the provenance sidecar (default: file "
+                        "names, sizes and SHA-256 only, so no private path travels with the model)")
     t.add_argument("--from-counts", metavar="COUNTS.swc",
                    help="train on a count file (superword count) instead of INPUTS: the same model as "
                         "training on the text that was counted")
@@ -192,6 +233,11 @@ def _parser() -> argparse.ArgumentParser:
     _add_pattern(p)
     p.add_argument("--on", nargs="+", metavar="FILE", help="text to measure on (default: as stats)")
     _add_reading(p)
+    p.add_argument("--baseline", metavar="MODEL",
+                   help="the model the token changes are relative to (default: the first BPE model)")
+    p.add_argument("--panels", metavar="A,B,...",
+                   help="one figure per panel, sized for a column, to OUT-PANEL.png; panels: "
+                        "compression, lengths, superwords, training, merges (default: one figure of all)")
     p.add_argument("-o", "--output", required=True, metavar="FILE.png")
 
     v = sub.add_parser("vocab", help="list a model's tokens as readable text")
@@ -381,7 +427,7 @@ def _training_inputs(args: argparse.Namespace, paths: list[str] | None
                            _inputs.limited(_inputs.stdlib_documents(train_files), args.max_bytes,
                                            args.max_docs))
         held_back = (lambda: list(_inputs.stdlib_documents(held)),
-                     f"{len(held)} held-back standard-library files")
+                     f"{len(held)} held-back standard-library files (not trained on: in-domain text)")
         return docs, _inputs.describe_stdlib(train_files), tally, held_back
     source = ", ".join(args.inputs) + (f" ({len(paths)} files)" if len(paths) != len(args.inputs) else "")
     rereadable = all(p != "-" and os.path.isfile(p) for p in paths)  # not stdin, not a pipe
@@ -452,12 +498,31 @@ def _train(args: argparse.Namespace) -> None:
         if args.ray is not None:  # the workers read the files themselves, whatever their kind
             inputs = args.inputs
             settings.update(executor="ray", ray_address=args.ray or None)
+        if paths is not None:
+            # text that was trained on flatters the model: the summary measures on held-back
+            # documents only
+            sample = None
+    if args.hold_back is not None:
+        if paths is None:
+            raise ValueError("--hold-back applies to INPUTS; the default corpus already holds back "
+                             "every 25th standard-library file")
+        if args.ray is not None:
+            raise ValueError("--hold-back reads the documents here; it does not apply with --ray")
+        held = _HeldBack(args.hold_back)
+        if tally is None:  # files the core would read itself are read here, to hold documents back
+            tally = _inputs.Tally()
+            inputs = _inputs.documents_of(paths, None, args.text_field, tally)
+        inputs = held.split(inputs)
+        if all(p != "-" and os.path.isfile(p) for p in paths):
+            sample = (lambda: held.texts, "")
+    progress_files = (paths if paths is not None and args.ray is None and args.max_bytes is None
+                      and args.max_docs is None and "-" not in paths else None)
     if args.min_count is not None:
         settings.update(min_count=args.min_count)
     if not args.quiet:
         print(f"training {NAMES.get(args.algorithm, args.algorithm)} (vocab_size={args.vocab_size}) "
               f"on {source}", file=sys.stderr)
-    progress = _progress.Progress(quiet=args.quiet)
+    progress = _progress.Progress(quiet=args.quiet, files=progress_files)
     start = time.perf_counter()
     try:
         tok = _api.train(inputs, progress=progress, **settings)
@@ -466,8 +531,16 @@ def _train(args: argparse.Namespace) -> None:
     seconds = time.perf_counter() - start
     if tok.provenance is not None:
         if tally is not None:
-            tok.provenance["inputs"] = tally.records()
+            tok.provenance["inputs"] = _provenance.describe_inputs(tally.records(), args.record_paths)
+        elif args.record_paths and paths is not None and args.ray is None:
+            for record, path in zip(tok.provenance["inputs"], paths):
+                record["path"] = os.path.abspath(path)
         tok.provenance["settings"].update(max_bytes=args.max_bytes, max_docs=args.max_docs)
+        if args.hold_back is not None:
+            tok.provenance["settings"].update(hold_back=dict(
+                every=args.hold_back, documents=held.documents, bytes=held.bytes))
+    if args.hold_back is not None and sample is not None:
+        sample = (sample[0], held.describe())
     tok.save(args.output)
     print(f"wrote {args.output} (+ {os.path.basename(args.output)}.json): {NAMES[tok.kind]}, "
           f"{tok.vocab_size:,} tokens, {tok.num_supermerges:,} superwords, {seconds:.1f} s")
@@ -479,7 +552,19 @@ def _train(args: argparse.Namespace) -> None:
     if supers:
         print("first superwords: " + "  ".join(_display.readable(s) for s in supers))
     if not args.no_compare and sample is not None:
-        print(_compression_summary(tok, args, settings, sample, paths))
+        def again() -> Any:  # the same training documents, read again for the comparison model
+            docs = _training_inputs(args, paths)[0]
+            if args.hold_back is not None:
+                tally = _inputs.Tally() if paths is not None and docs is paths else None
+                if tally is not None:
+                    docs = _inputs.documents_of(paths, None, args.text_field, tally)
+                docs = _HeldBack(args.hold_back).split(docs)
+            return docs
+        print(_compression_summary(tok, args, settings, sample, again, progress_files))
+    elif not args.no_compare and paths is not None and args.hold_back is None:
+        print("compression not measured: every document of the input was trained on, and a figure "
+              "on training text flatters the model; --hold-back 50 holds back every 50th document to "
+              "measure on (in-domain), `superword stats` measures on any other text")
 
 
 def _count(args: argparse.Namespace) -> None:
@@ -503,7 +588,9 @@ def _count(args: argparse.Namespace) -> None:
     if not args.quiet:
         where = " on Ray" if args.ray is not None else ""
         print(f"counting {source}{where}", file=sys.stderr)
-    progress = _progress.Progress(quiet=args.quiet)
+    files = (paths if args.ray is None and paths is not None and args.max_bytes is None
+             and args.max_docs is None and "-" not in paths else None)
+    progress = _progress.Progress(quiet=args.quiet, files=files)
     start = time.perf_counter()
     try:
         counts = _counts.count(inputs, progress=None if args.ray is not None else progress, **options)
@@ -526,7 +613,7 @@ def _merge_counts(args: argparse.Namespace) -> None:
 
 
 def _compression_summary(tok: _api.Tokenizer, args: argparse.Namespace, settings: dict[str, Any],
-                         sample: tuple[Any, str], paths: list[str] | None) -> str:
+                         sample: tuple[Any, str], training_inputs: Any, files: list[str] | None) -> str:
     """One line: the new model's bytes per token, against its phase-1 word model."""
     make_texts, where = sample
     texts = make_texts()
@@ -541,10 +628,13 @@ def _compression_summary(tok: _api.Tokenizer, args: argparse.Namespace, settings
         if not args.quiet:
             print("training BPE at the same vocab size for the comparison (--no-compare skips it)",
                   file=sys.stderr)
-        inputs = _training_inputs(args, paths)[0]
+        progress = _progress.Progress(quiet=args.quiet, files=files, prefix="BPE: ")
         with warnings.catch_warnings():  # a shortfall was already reported for the model itself
             warnings.simplefilter("ignore", _api.TrainingShortfall)
-            word = _api.train(inputs, **again)
+            try:
+                word = _api.train(training_inputs(), progress=progress, **again)
+            finally:
+                progress.close()
         how = (f"the phase-1 word model = BPE at the same vocab size and settings, trained again "
                f"for this comparison in {time.perf_counter() - started:.1f} s; --no-compare skips it")
     ours, base = stats.evaluate([tok, word], texts)
@@ -626,12 +716,27 @@ def _fmt(value: float, label: str) -> str:
 def _plot(args: argparse.Namespace) -> None:
     from . import plot  # says which extra to install when matplotlib is missing
     plot.require_matplotlib()
+    panels = None if args.panels is None else [p.strip() for p in args.panels.split(",")]
     paths = _on_paths(args)
-    _check_outputs(args, [*(f for m in args.models for f in _model_files(m)), *(paths or [])])
+    written = [args.output] if panels is None else [
+        f"{os.path.splitext(args.output)[0]}-{p}{os.path.splitext(args.output)[1] or '.png'}" for p in panels]
+    _check_outputs(argparse.Namespace(**dict(vars(args), output=written[0])),
+                   [*(f for m in args.models for f in _model_files(m)), *(paths or [])])
+    for extra in written[1:]:
+        _files.check_target(extra)
+    _files.refuse_overwriting(written, [*(f for m in args.models for f in _model_files(m)), *(paths or [])])
     models = _open_models(args, args.models)
     texts, source = _texts(args, paths)
-    plot.plot(models, texts, args.output, names=_names(args.models), source=source)
-    print(f"wrote {args.output}")
+    if args.on:  # the title names files, not where they sit on this machine
+        source = ", ".join("standard input" if p == "-" else os.path.basename(p) for p in args.on)
+    source += f" ({len(texts):,} documents, {sum(len(t.encode('utf-8')) for t in texts) / 1e6:.1f} MB)"
+    names = _names(args.models)
+    baseline = args.baseline
+    if baseline is not None and baseline in args.models:
+        baseline = names[args.models.index(baseline)]
+    for path in plot.plot(models, texts, args.output, names=names, source=source, baseline=baseline,
+                          panels=panels):
+        print(f"wrote {path}")
 
 
 # ----------------------------------------------------------------------------------------
