@@ -593,7 +593,7 @@ def _count(args: argparse.Namespace) -> None:
     progress = _progress.Progress(quiet=args.quiet, files=files)
     start = time.perf_counter()
     try:
-        counts = _counts.count(inputs, progress=None if args.ray is not None else progress, **options)
+        counts = _counts.count(inputs, progress=progress, **options)
     finally:
         progress.close()
     counts.save(args.output)
