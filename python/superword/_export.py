@@ -310,6 +310,7 @@ def hf_pattern(settings: _model.Settings, joins: dict[str, set[str]] | None = No
     alternatives = _split_alternatives(GPT4O)
     words, rest = alternatives[:_WORD_ALTERNATIVES], alternatives[_WORD_ALTERNATIVES:]
     word_letters = _ranges("L") + _ranges("M")  # the letters of the two word alternatives
+    lower_letters = [r for n in ("Ll", "Lm", "Lo", "M") for r in _ranges(n)]  # of the second class
     script_letters: list[tuple[int, int]] = []
     if script_aware:
         # The set operations are done here, on explicit ranges, rather than written as
@@ -322,16 +323,18 @@ def hf_pattern(settings: _model.Settings, joins: dict[str, set[str]] | None = No
             others = _ranges_text(_minus([r for n in names for r in _ranges(n)], in_scripts))
             words = [w.replace(f"[{cls}]", f"[{others}]") for w in words]
         word_letters = _minus(word_letters, in_scripts)
+        lower_letters = _minus(lower_letters, in_scripts)
         script_letters = _intersection(_ranges("L"), in_scripts)
         if script_letters:
             words = [rf" ?[{_ranges_text(script_letters)}]\p{{M}}*", *words]
     if joins is not None:
-        words = [_coarse(joins, word_letters, script_letters, words), *words]
+        words = [_coarse(joins, word_letters, lower_letters, script_letters, words), *words]
     return explicit_classes("|".join([*words, *rest]))
 
 
 def _coarse(joins: dict[str, set[str]], word_letters: list[tuple[int, int]],
-            script_letters: list[tuple[int, int]], words: list[str]) -> str:
+            lower_letters: list[tuple[int, int]], script_letters: list[tuple[int, int]],
+            words: list[str]) -> str:
     r"""The alternative that matches two or more consecutive word pretokens, as many as
     follow, where each seam is one that some supermerge joins (:func:`word_joins`).
 
@@ -340,12 +343,13 @@ def _coarse(joins: dict[str, set[str]], word_letters: list[tuple[int, int]],
     Each word is followed by a lookahead saying that the pretoken ends there, so that a
     piece holds whole pretokens, cut where the word alternatives cut:
 
-    * a word of the GPT-4o word alternatives goes on over a letter or a mark of those
-      alternatives and over a contraction (``don`` in ``don't``); so it ends where neither
-      follows.  This is slightly stricter than the word alternatives (a lowercase letter
-      followed by an uppercase one ends a word there, yet ``Hello`` is not joined to
-      ``World``): a word left out is its own piece, which may cost a supermerge but never
-      cuts a pretoken wrongly;
+    * a word of the GPT-4o word alternatives that ends in a letter of their second class
+      (``Ll Lm Lo M``) goes on over another such letter and over a contraction (``don``
+      in ``don't``), and ends before anything else (``Year`` before ``Univ``);
+    * any other word of those alternatives (ending in ``Lu``/``Lt``, or in a contraction)
+      is taken to go on over any letter or mark and a contraction.  That is stricter than
+      the word alternatives for a contraction followed by a letter: such a word is then
+      its own piece, which may cost a supermerge but never cuts a pretoken wrongly;
     * a letter of a configured script (script-aware mode) goes on over marks only.
 
     The lookbehind sees text, not pretokens: ``is`` ``␣it`` also lets ``this`` ``␣it``
@@ -359,15 +363,20 @@ def _coarse(joins: dict[str, set[str]], word_letters: list[tuple[int, int]],
         script_class = _from_oniguruma(_ranges_text(script_letters), "<pattern>")
         script_word = regex.compile(f" ?[{script_class}]\\p{{M}}*")
 
+    lower_last = regex.compile(f"[{_from_oniguruma(_ranges_text(lower_letters), '<pattern>')}]$")
+
     def kind(word: str) -> str | None:
         first = first_cut.match(word)  # the pretoken the pattern cuts first
         if first is None or first.end() != len(word):
             return None
-        return "script" if script_word is not None and script_word.fullmatch(word) else "main"
+        if script_word is not None and script_word.fullmatch(word):
+            return "script"
+        return "lower" if lower_last.search(word) and not regex.search(_CONTRACTIONS + "$", word) else "main"
 
     kinds = {w: kind(w) for pair in joins.items() for w in (pair[0], *pair[1])}
-    ends = {"main": f"(?![{_ranges_text(word_letters)}]|{_CONTRACTIONS})", "script": r"(?!\p{M})"}
-    left: dict[str, dict[str, str]] = {"main": {}, "script": {}}
+    ends = {"lower": f"(?![{_ranges_text(lower_letters)}]|{_CONTRACTIONS})",
+            "main": f"(?![{_ranges_text(word_letters)}]|{_CONTRACTIONS})", "script": r"(?!\p{M})"}
+    left: dict[str, dict[str, str]] = {"lower": {}, "main": {}, "script": {}}
     before: dict[str, set[str]] = {}
     for w, after in sorted(joins.items()):
         k = kinds[w]
@@ -375,7 +384,7 @@ def _coarse(joins: dict[str, set[str]], word_letters: list[tuple[int, int]],
             if k is not None and kinds[a] is not None:
                 left[k][w] = ""
                 before.setdefault(a, set()).add(w)
-    right: dict[str, dict[str, str]] = {"main": {}, "script": {}}
+    right: dict[str, dict[str, str]] = {"lower": {}, "main": {}, "script": {}}
     for a, ws in before.items():
         checks = [f"(?<={_literal(w + a)})" for w in sorted(ws)]
         right[kinds[a]][a] = checks[0] if len(checks) == 1 else "(?:" + "|".join(checks) + ")"  # type: ignore[index]
