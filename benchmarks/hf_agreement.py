@@ -21,6 +21,7 @@ import itertools
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
@@ -91,7 +92,7 @@ def main() -> None:
             continue
         train, test = split_corpus(path, args.train_mb, args.test_docs)
         for algorithm in ("boundless", "superbpe"):
-            extra = {"supermerges": supermerges} if algorithm == "superbpe" else {}
+            extra: dict[str, Any] = {"supermerges": supermerges} if algorithm == "superbpe" else {}
             tok = superword.train(train, vocab_size=vocab, algorithm=algorithm, **extra)
             row(name, algorithm, tok, test)
     if only is None or "golden" in only:

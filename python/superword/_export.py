@@ -28,13 +28,17 @@ tables of other regex engines do not matter.
   (``"Helloмир"`` is one pretoken here, two in superword), and where a letter that belongs to
   no script (Common, e.g. the Japanese prolonged sound mark ``ー``) or a lone mark stands inside
   a run of a configured script.
-* superword models: consecutive word pretokens (the only ones a supermerge can join, SPEC 3)
-  are matched together as one coarse pretoken, so that stock BPE can apply the supermerges.
-  Stock BPE then departs from SPEC 7.4: it applies a supermerge to part of a word that did not
-  become a single token (``" of theater"`` can start with the superword ``" of the"``), and it
-  could apply a regular merge over the seam of two pretokens that touch without a space (the
-  GPT-4o pattern makes such seams only where no regular merge can straddle them, e.g. a
-  lowercase letter followed by an uppercase one).  :func:`agreement` measures the difference.
+* superword models: the first alternative takes two or more consecutive word pretokens as one
+  coarse pretoken, so that stock BPE can apply the supermerges, but only words that our
+  encoding turns into one token that is part of a supermerge, and only across a seam that some
+  supermerge joins (:func:`word_joins`, :func:`_coarse`).  Stock BPE then never applies a
+  supermerge to part of a word (``" of theater"`` stays ``" of"`` + ``" theater"``'s tokens),
+  and ``tokenizers``, whose merges list ranks every regular merge before every supermerge,
+  gives our ids (SPEC 7.3, then 7.4 on the run).  tiktoken merges by rank = id, and a
+  BoundlessBPE model interleaves superword and regular ids: a superword made of a word and
+  the first tokens of the next word (``" to be"`` in ``" to believe"``) can be made before that
+  word is whole.  That residue cannot be removed without other ids; ``docs/exports.md``
+  measures it per script.  :func:`agreement` measures the difference.
 * the greedy n-gram cut at inference (SPEC 3.1, opt-in) has no stock-BPE form: exports always
   stand for the plain SPEC 7 encoding.
 """
