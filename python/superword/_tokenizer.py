@@ -101,7 +101,13 @@ class Tokenizer:
         if not isinstance(greedy_split, bool):
             raise TypeError(f"greedy_split must be True or False, got {type(greedy_split).__name__}")
         path = os.fspath(path)
-        tok = cls(core_of(backend).Tokenizer.load(path, greedy_split), backend)
+        from . import _extend
+        if _extend.is_extension_file(path):  # superwords over a base tokenizer (SPEC 10)
+            if greedy_split:
+                raise ValueError(f"{path}: an extension model has no n-gram table; load it without greedy_split")
+            tok = _extend.load(path, backend)
+        else:
+            tok = cls(core_of(backend).Tokenizer.load(path, greedy_split), backend)
         if os.path.exists(_provenance.sidecar_path(path)):
             tok.provenance = _provenance.read(path, tok.model_text())
         return tok
@@ -533,7 +539,10 @@ def _restore(fmt: object, state: object) -> Tokenizer:
     try:
         backend = _resolve_backend(state["backend"])
         maker = core_of(backend).Tokenizer
-        if "ranks" in state:
+        if str(state.get("model", "")).startswith("superword extension "):
+            from . import _extend
+            impl = _extend.loads(state["model"], _PICKLE_NAME, backend)._impl
+        elif "ranks" in state:
             special = [(str(s), int(i)) for s, i in state["special_tokens"]]
             impl = maker.loads_tiktoken(state["ranks"], state["pattern"], special, _PICKLE_NAME)
         else:

@@ -87,7 +87,7 @@ def _positional_deprecated(*names: str) -> Callable[[F], F]:
 
 
 @_positional_deprecated("supermerges", "script_aware", "scripts", "greedy_split", "text_field", "backend")
-def train(inputs: Any = None, vocab_size: int = 32768, algorithm: str = "boundless", *,
+def train(inputs: Any = None, vocab_size: int | None = None, algorithm: str = "boundless", *,
           supermerges: int | None = None, script_aware: bool = True,
           scripts: Iterable[str] | None = None, greedy_split: bool = False,
           text_field: str = "text", backend: str | None = None,
@@ -95,7 +95,7 @@ def train(inputs: Any = None, vocab_size: int = 32768, algorithm: str = "boundle
           script_pattern: str | None = None, progress: Progress | None = None,
           tau: float = 1.1, blowup: bool = False, counts: Any = None,
           min_count: int | None = None, executor: str | None = None,
-          ray_address: str | None = None) -> Tokenizer:
+          ray_address: str | None = None, base: Any = None) -> Tokenizer:
     """Train a tokenizer.
 
     ``inputs``: a path (a file, a folder, a glob, or ``-`` for standard input), a list of
@@ -128,11 +128,35 @@ def train(inputs: Any = None, vocab_size: int = 32768, algorithm: str = "boundle
     cluster (``ray_address``, default a local one; needs ``pip install 'superword[ray]'``),
     then train here.
 
+    ``base``: keep an existing tokenizer and add ``supermerges`` superword tokens to it
+    (``algorithm="superbpe"``; a tiktoken encoding name such as ``"cl100k_base"``, a
+    ``.tiktoken`` file with ``pattern=``, or a byte-level ``tokenizer.json``).  Every base id
+    stays; superwords take the ids after the base's largest (``docs/extend.md``).
+    ``vocab_size`` (default 32768) does not apply: the size is the base's plus ``supermerges``.
+
     >>> tok = train(["the cat sat on the mat"] * 5, vocab_size=250, algorithm="bpe")
     >>> tok.decode(tok.encode("the cat"))
     'the cat'
     """
-    vocab_size = _check_int("vocab_size", vocab_size)
+    if base is not None:
+        from . import _extend
+        if algorithm != "superbpe":
+            raise ValueError(f"base= adds superwords with SuperBPE's phase 2: give algorithm='superbpe' "
+                             f"(got {algorithm!r})")
+        if vocab_size is not None:
+            raise ValueError("vocab_size does not apply with base=: the vocabulary is the base's plus "
+                             "supermerges superword tokens")
+        if not isinstance(text_field, str):
+            raise TypeError(f"text_field must be a str, got {type(text_field).__name__}")
+        if min_count is not None:
+            _count_table._check_min_count(min_count)
+        return _extend.train(inputs, base=base, supermerges=supermerges, counts=counts, pattern=pattern,
+                             script_aware=script_aware, script_pattern=script_pattern, scripts=scripts,
+                             text_field=text_field, threads=resolve_threads(threads),
+                             backend=_resolve_backend(backend), progress=progress, min_count=min_count,
+                             executor=executor, ray_address=ray_address, greedy_split=greedy_split,
+                             tau=tau, blowup=blowup)
+    vocab_size = _check_int("vocab_size", 32768 if vocab_size is None else vocab_size)
     if vocab_size < MIN_VOCAB_SIZE:
         raise ValueError(f"vocab_size must be at least {MIN_VOCAB_SIZE} (the byte tokens), "
                          f"got {vocab_size}")

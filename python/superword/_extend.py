@@ -1,0 +1,351 @@
+"""Superwords on top of a tokenizer people already use: ``train(..., base=BASE)``.
+
+The front of SPEC section 10: the arguments, the base (resolved by :func:`open_tokenizer`
+and checked), counting with the base's pattern, and the "superword extension v1" model file
+for both backends.  The work is :mod:`superword.reference.extend` (pure Python) or the
+core's ``ExtensionTokenizer`` (``src/extend.rs``); both give byte-identical models and ids.
+
+>>> import superword                                     # doctest: +SKIP
+>>> tok = superword.train("corpus.txt", algorithm="superbpe", base="cl100k_base",
+...                       supermerges=1000)              # doctest: +SKIP
+>>> tok.encode("the cat sat on the mat")[:2]             # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import base64
+import itertools
+import os
+import time
+import warnings
+from collections.abc import Iterable
+from typing import Any
+
+from . import _count_table, _counts, _provenance
+from ._backend import Progress, _resolve_backend, core_of
+from ._reference_core import _kept_cutter, check_ids, no_id_left
+from ._tokenizer import Tokenizer
+from .reference import encode as _encode
+from .reference import extend as _ref
+from .reference.pretokenize import MERGE_PATTERN, compile_pattern
+
+HEADER = _ref.HEADER
+KIND = "extension"
+#: the share of a base's multi-byte tokens that its pattern must keep whole (see `check_pattern`)
+PATTERN_FIT = 0.98
+
+
+# -- the reference backend's tokenizer ------------------------------------------------------------
+
+class ReferenceExtensionCore:
+    """An extension model in pure Python (the twin of the core's ``ExtensionTokenizer``)."""
+
+    kind = KIND
+    greedy_split = False
+
+    def __init__(self, ext: _ref.Extension, stats: dict[str, float] | None = None):
+        self.ext = ext
+        self.encoder = _ref.ExtensionEncoder(ext)
+        self._stats = dict(stats or {})
+        self._cutter: Any = None
+        self._vocab = dict(self.encoder.bytes_of)
+        self._super = {i for i, _, _ in ext.superwords}
+
+    @staticmethod
+    def loads(text: str, name: str) -> ReferenceExtensionCore:
+        return ReferenceExtensionCore(_ref.loads(text, name))
+
+    @staticmethod
+    def train(counts: Any, ranks_text: str, pattern: str, special: list[tuple[str, int]], n: int,
+              threads: int | None = None, progress: Progress | None = None) -> ReferenceExtensionCore:
+        from .reference.ranks import parse_ranks
+        clock = time.perf_counter()
+        ranks = parse_ranks(ranks_text, "the base")
+        ext = _ref.train_extension(counts.counts, ranks, pattern, dict(special), n)
+        if progress is not None:
+            progress("phase2", len(ext.superwords), n)
+        return ReferenceExtensionCore(ext, {"phase2": time.perf_counter() - clock})
+
+    pattern = property(lambda self: self.ext.pattern)
+    num_supermerges = property(lambda self: len(self.ext.supermerges))
+    special_tokens = property(lambda self: dict(self.ext.special))
+    training_stats = property(lambda self: dict(self._stats))
+
+    @property
+    def vocab_size(self) -> int:
+        return max([*self._vocab, *self.ext.special.values()]) + 1
+
+    @property
+    def base_vocab_size(self) -> int:
+        return self.ext.first_free_id() if not self.ext.superwords else self.ext.superwords[0][0]
+
+    def base_ranks(self) -> str:
+        return "".join(f"{base64.b64encode(t).decode('ascii')} {i}\n"
+                       for t, i in sorted(self.ext.ranks.items(), key=lambda kv: kv[1]))
+
+    def base_special_tokens(self) -> dict[str, int]:
+        first = self.base_vocab_size
+        return {s: i for s, i in self.ext.special.items() if i < first}
+
+    def token_bytes(self, token_id: int) -> bytes:
+        return self.decode_bytes([token_id])
+
+    def is_superword(self, token_id: int) -> bool:
+        self.decode_bytes([token_id])
+        return token_id in self._super
+
+    def id_of(self, token: bytes) -> int | None:
+        return self.encoder.id_of.get(token)
+
+    def vocab_items(self) -> list[tuple[int, bytes, bool]]:
+        return [(i, self._vocab[i], i in self._super) for i in sorted(self._vocab)]
+
+    def register_special_tokens(self, tokens: list[str]) -> None:
+        special = dict(self.ext.special)
+        top = self.vocab_size - 1
+        for t, i in zip(tokens, itertools.count(top + 1)):
+            if i >= 2**32:
+                raise ValueError(no_id_left(t))
+            special[t] = i
+        self.ext.special = special
+        self._cutter = None
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        return self.encoder.encode_ordinary(text)
+
+    def encode(self, text: str, allowed: Iterable[str]) -> list[int]:
+        self._cutter = _kept_cutter(self._cutter, self.ext.special, allowed)
+        cutter: _encode.SpecialCutter = self._cutter[1]
+        return cutter.encode(text, self.encoder.encode_ordinary)
+
+    def encode_batch(self, texts: list[str], allowed: Iterable[str], threads: int | None = None) -> list[list[int]]:
+        allowed = list(allowed)
+        return [self.encode(t, allowed) for t in texts]
+
+    def encode_to_tokens(self, text: str) -> list[bytes]:
+        return self.encoder.encode_tokens(text)
+
+    def decode_bytes(self, ids: list[int]) -> bytes:
+        inverse = {i: s.encode("utf-8") for s, i in self.ext.special.items()}
+        out = []
+        for position, i in enumerate(check_ids(ids)):
+            token = self._vocab.get(i, inverse.get(i))
+            if token is None:
+                raise ValueError(f"token id {i} at position {position} is out of range "
+                                 f"(no token has this id)")
+            out.append(token)
+        return b"".join(out)
+
+    def dumps(self) -> str:
+        return _ref.dumps(self.ext)
+
+    def dumps_ngrams(self) -> str | None:
+        return None
+
+    def dumps_tiktoken(self) -> str:
+        raise ValueError(_NO_RANKS)
+
+    def save_tiktoken(self, path: str) -> None:
+        raise ValueError(_NO_RANKS)
+
+
+_NO_RANKS = ("an extension model has no .tiktoken form: tiktoken cannot apply supermerges across "
+             "pretokens (save the model file, or use the base's own files)")
+
+
+# -- files ------------------------------------------------------------------------------------------
+
+def is_extension_file(path: str) -> bool:
+    """Whether ``path`` starts with the extension header (without reading the whole file)."""
+    try:
+        with open(path, "rb") as f:
+            return f.readline(len(HEADER) + 2).rstrip(b"\r\n") == HEADER.encode()
+    except OSError:
+        return False
+
+
+def loads(text: str, name: str, backend: str) -> Tokenizer:
+    """An extension model from its text (``name`` names it in errors)."""
+    if backend == "reference":
+        return Tokenizer(ReferenceExtensionCore.loads(text, name), backend)
+    return Tokenizer(core_of(backend).ExtensionTokenizer.loads(text, name), backend)
+
+
+def load(path: str, backend: str) -> Tokenizer:
+    try:
+        with open(path, encoding="utf-8", newline="") as f:
+            text = f.read()
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not a superword extension model (invalid UTF-8)") from None
+    return loads(text, path, backend)
+
+
+def base_of(tok: Tokenizer) -> Tokenizer:
+    """The base tokenizer of an extension model, as the ranks model it was trained on."""
+    impl: Any = tok._impl
+    from ._open import _from_ranks_text
+    return _from_ranks_text(impl.base_ranks(), impl.pattern, impl.base_special_tokens(),
+                            "the base of this extension model", tok.backend)
+
+
+# -- the base --------------------------------------------------------------------------------------
+
+def resolve_base(base: Any, pattern: str | None, backend: str) -> Tokenizer:
+    """The base tokenizer, checked (SPEC 10.1): a byte-level rank-based BPE whose pattern fits."""
+    from ._open import open_tokenizer, takes_pattern
+    tok = open_tokenizer(base, pattern=pattern if takes_pattern(base) else None, backend=backend)
+    name = base if isinstance(base, str) else type(base).__name__
+    if tok.kind == KIND:
+        raise ValueError(f"base {name}: this is an extension model already; extend its own base, with "
+                         f"more supermerges")
+    if tok.kind in ("boundless", "superbpe"):
+        raise ValueError(f"base {name}: a {tok.kind} model has supermerges already; a base is a plain "
+                         f"byte-level BPE (tiktoken ranks, a tokenizer.json, or a .tiktoken file)")
+    if tok.kind == "word":
+        raise ValueError(f"base {name}: a superword word model encodes by merge order, not by rank, so it "
+                         f"cannot be a base exactly; train algorithm='superbpe' on its corpus, or give "
+                         f"its tiktoken export (superword export --to tiktoken) if its ids must stay")
+    if tok.kind != "tiktoken":
+        raise ValueError(f"base {name}: a {tok.kind!r} tokenizer cannot be a base")
+    missing = [b for b in (*range(0xC0), *range(0xC2, 0xF5)) if tok.id_of(bytes([b])) is None]
+    if missing:
+        raise ValueError(f"base {name}: not a byte-level BPE: {len(missing)} of the bytes that UTF-8 text "
+                         f"can hold have no token (e.g. byte 0x{missing[0]:02X}), so some texts cannot "
+                         f"be encoded")
+    check_pattern(tok, name)
+    return tok
+
+
+def check_pattern(tok: Tokenizer, name: str) -> None:
+    """Refuse a pattern that does not match the base: a BPE learns each token inside one
+    pretoken, so the text of nearly every token is one pretoken of the base's own pattern.
+    (cl100k_base with its pattern keeps 99.9 % of its multi-byte UTF-8 tokens whole, and with
+    GPT-4o's pattern 95 %; a tokenizer.json keeps its own.)"""
+    matcher = compile_pattern(tok.pattern, "the base's pattern")
+    total = split = 0
+    example = None
+    for _, raw, _ in tok:
+        if len(raw) < 2:
+            continue
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        total += 1
+        if len(matcher.findall(text)) != 1:
+            split += 1
+            example = example or text
+    if total and (total - split) / total < PATTERN_FIT:
+        raise ValueError(f"base {name}: its pattern does not match its tokens: {split:,} of its "
+                         f"{total:,} multi-byte tokens (e.g. {example!r}) are cut into several "
+                         f"pretokens by it (at most {1 - PATTERN_FIT:.0%} may be); give the pattern "
+                         f"the base was trained with (pattern= for a .tiktoken file)")
+
+
+# -- training ---------------------------------------------------------------------------------------
+
+def train(inputs: Any, *, base: Any, supermerges: Any, counts: Any, pattern: str | None,
+          script_aware: bool, script_pattern: str | None, scripts: Any, text_field: str,
+          threads: int, backend: str, progress: Progress | None, min_count: int | None,
+          executor: str | None, ray_address: str | None, greedy_split: bool, tau: float,
+          blowup: bool) -> Tokenizer:
+    """``superword.train(..., algorithm="superbpe", base=BASE, supermerges=N)`` after the
+    general checks; see :func:`superword.train`."""
+    from ._backend import _check_int
+    start = time.perf_counter()
+    if supermerges is None:
+        raise ValueError("base= needs supermerges=N: how many superword tokens to add to the base")
+    supermerges = _check_int("supermerges", supermerges)
+    if supermerges < 1:
+        raise ValueError(f"supermerges must be at least 1, got {supermerges}")
+    if greedy_split or tau != 1.1 or blowup:
+        raise ValueError("greedy_split, tau and blowup shape a word model; with base= the word model "
+                         "is the base, as it is")
+    del script_aware  # either way: the base's pattern, in simple mode
+    if script_pattern is not None or scripts is not None:
+        raise ValueError("with base= the pre-tokenization is the base's own pattern (simple mode): "
+                         "leave script_pattern and scripts out")
+    tok = resolve_base(base, pattern, backend)
+    if pattern is not None and not _takes_pattern(base) and pattern != tok.pattern:
+        raise ValueError("pattern= is for a .tiktoken base only (other bases carry their pattern)")
+    first = tok.vocab_size
+    if first + supermerges - 1 > _ref.MAX_ID:
+        raise ValueError(f"supermerges={supermerges:,} would give ids up to {first + supermerges - 1:,}, "
+                         f"past 2**31 - 1 = {_ref.MAX_ID:,} (the base's ids end at {first - 1:,})")
+    name = "<counts>"
+    if counts is not None:
+        if inputs is not None:
+            raise ValueError("give inputs or counts, not both")
+        if executor is not None or ray_address is not None:
+            raise ValueError("executor and ray_address are for counting inputs; counts are already counted")
+        if isinstance(counts, (str, os.PathLike)):
+            name = os.fspath(counts)
+            counts = _count_table.Counts.load(counts, backend)
+        elif not isinstance(counts, _count_table.Counts):
+            raise TypeError(f"counts must be a superword.Counts or a count file's path, not "
+                            f"{type(counts).__name__}")
+        check_counts(counts, tok, name)
+        record = [{"name": name, "documents": counts.documents, "bytes": None}]
+    else:
+        if inputs is None:
+            raise TypeError("train needs inputs (or counts=)")
+        counts = _counts.count(inputs, script_aware=False, pattern=tok.pattern, text_field=text_field,
+                               runs=True, threads=threads, backend=backend, progress=progress,
+                               executor=executor, ray_address=ray_address)
+        record = [{"name": "<counted>", "documents": counts.documents, "bytes": None}]
+    if min_count is not None:
+        counts = counts.prune(min_count)
+    count_seconds = time.perf_counter() - start
+    counts = counts.to_backend(backend)
+    impl_base: Any = tok._impl
+    ranks_text = impl_base.dumps_tiktoken()
+    special = sorted(tok.special_tokens.items(), key=lambda kv: kv[1])
+    maker: Any = ReferenceExtensionCore if backend == "reference" else core_of(backend).ExtensionTokenizer
+    impl = maker.train(counts._impl, ranks_text, tok.pattern, special, supermerges, threads, progress)
+    out = Tokenizer(impl, backend)
+    if out.num_supermerges < supermerges or len(_superword_ids(out)) < supermerges:
+        warnings.warn(f"extension: made {len(_superword_ids(out)):,} of the {supermerges:,} superwords "
+                      f"requested: no pair of base tokens is left to merge across pretokens in this "
+                      f"corpus", _warning_class(), stacklevel=3)
+    stats = dict(out.training_stats)
+    stats.setdefault("pretokenize_count", count_seconds)
+    settings = dict(base=name_of(base), supermerges=supermerges, text_field=text_field, pattern=tok.pattern,
+                    backend=backend, min_count=min_count, executor=executor)
+    out.provenance = _provenance.make("superbpe", settings, record, stats, time.perf_counter() - start)
+    return out
+
+
+def _takes_pattern(base: Any) -> bool:
+    from ._open import takes_pattern
+    return takes_pattern(base)
+
+
+def _warning_class() -> type[Warning]:
+    from ._train import TrainingShortfall
+    return TrainingShortfall
+
+
+def _superword_ids(tok: Tokenizer) -> list[int]:
+    return [i for i, _, s in tok if s]
+
+
+def name_of(base: Any) -> str:
+    """How the provenance names the base: its spec, or the name of its file (no folder)."""
+    if isinstance(base, (str, os.PathLike)):
+        spec = os.fspath(base)
+        return os.path.basename(spec) if isinstance(spec, str) and os.path.exists(spec) else str(spec)
+    return type(base).__name__
+
+
+def check_counts(counts: _count_table.Counts, tok: Tokenizer, name: str) -> None:
+    """Counts for an extension must be made with the base's pattern, in simple mode, with runs."""
+    if counts.pattern != tok.pattern or counts.script_aware:
+        raise ValueError(f"{name} was counted with the pattern {counts.pattern!r}"
+                         f"{' (script-aware)' if counts.script_aware else ''}; an extension of this base "
+                         f"needs counts made with its own pattern in simple mode: superword count "
+                         f"--pattern BASE_PATTERN --no-script-aware, or count(..., pattern=base.pattern, "
+                         f"script_aware=False)")
+    if not counts.with_runs:
+        raise ValueError(f"{name} was counted without letter runs (runs=False); the supermerges need them")
+    if counts._impl.merge_pattern != MERGE_PATTERN:
+        raise ValueError(f"{name} cuts letter runs with the merge pattern {counts._impl.merge_pattern!r}; "
+                         f"this superword trains with {MERGE_PATTERN!r}")
