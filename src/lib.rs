@@ -17,6 +17,7 @@
 //! * [`encode`]: encoding and decoding with a model;
 //! * [`ranks`]: tiktoken rank files and their encoder;
 //! * [`minbpe`]: minbpe-compatible training and encoding;
+//! * [`extend`]: superwords on top of an existing ranks model (SPEC 10);
 //! * [`tokenizer`]: a model ready to encode (superword or ranks), as the seam's one class holds it;
 //! * [`threads`]: reusable thread pools, and long work run beside a caller that watches for Ctrl-C;
 //! * [`error`]: the one error type, converted to a Python exception at the seam.
@@ -28,6 +29,7 @@ pub mod count;
 pub mod countfile;
 pub mod encode;
 pub mod error;
+pub mod extend;
 pub mod input;
 pub mod key;
 pub mod minbpe;

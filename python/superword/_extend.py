@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import itertools
+import json
 import os
 import time
 import warnings
@@ -29,6 +30,8 @@ from .reference import extend as _ref
 from .reference.pretokenize import MERGE_PATTERN, compile_pattern
 
 HEADER = _ref.HEADER
+#: what every version's header starts with (another version is named by the reader)
+PREFIX = "superword extension "
 KIND = "extension"
 #: the share of a base's multi-byte tokens that its pattern must keep whole (see `check_pattern`)
 PATTERN_FIT = 0.98
@@ -155,10 +158,10 @@ _NO_RANKS = ("an extension model has no .tiktoken form: tiktoken cannot apply su
 # -- files ------------------------------------------------------------------------------------------
 
 def is_extension_file(path: str) -> bool:
-    """Whether ``path`` starts with the extension header (without reading the whole file)."""
+    """Whether ``path`` starts with an extension header, of any version (reading one line)."""
     try:
         with open(path, "rb") as f:
-            return f.readline(len(HEADER) + 2).rstrip(b"\r\n") == HEADER.encode()
+            return f.readline(len(HEADER) + 2).startswith(PREFIX.encode())
     except OSError:
         return False
 
@@ -185,6 +188,19 @@ def base_of(tok: Tokenizer) -> Tokenizer:
     from ._open import _from_ranks_text
     return _from_ranks_text(impl.base_ranks(), impl.pattern, impl.base_special_tokens(),
                             "the base of this extension model", tok.backend)
+
+
+def with_bases(models: list[Tokenizer], names: list[str]) -> tuple[list[Tokenizer], list[str]]:
+    """``superword stats``: each extension model preceded by its base, so that the table
+    shows the base and its extension side by side."""
+    out, out_names = [], []
+    for tok, name in zip(models, names):
+        if tok.kind == KIND:
+            out.append(base_of(tok))
+            out_names.append(f"{name} (base)")
+        out.append(tok)
+        out_names.append(name)
+    return out, out_names
 
 
 # -- the base --------------------------------------------------------------------------------------
@@ -310,7 +326,10 @@ def train(inputs: Any, *, base: Any, supermerges: Any, counts: Any, pattern: str
     stats.setdefault("pretokenize_count", count_seconds)
     settings = dict(base=name_of(base), supermerges=supermerges, text_field=text_field, pattern=tok.pattern,
                     backend=backend, min_count=min_count, executor=executor)
-    out.provenance = _provenance.make("superbpe", settings, record, stats, time.perf_counter() - start)
+    provenance = _provenance.make("superbpe", settings, record, stats, time.perf_counter() - start)
+    # (as JSON data, sharing no object with the tokenizer: a pickle's memo would otherwise tie
+    # them, and the same tokenizer would pickle to other bytes after a round trip)
+    out.provenance = json.loads(json.dumps(provenance))
     return out
 
 

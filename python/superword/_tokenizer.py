@@ -168,6 +168,8 @@ class Tokenizer:
         pattern (see ``superword._export``): tiktoken has no script runs and no supermerges,
         so its ids can differ on some texts; ``benchmarks/hf_agreement.py`` measures how often."""
         from . import _export  # (the export formats load on first use: they cost `import superword` 8 ms)
+        if self.kind == "extension":
+            self._impl.save_tiktoken(os.fspath(path))  # refused: tiktoken has no supermerges
         if self.kind == "tiktoken" or (self.kind == "word" and not self._script_aware()):
             self._impl.save_tiktoken(os.fspath(path))
             return self.pattern
@@ -192,6 +194,9 @@ class Tokenizer:
         ``sample``: documents on which to measure the export with ``tokenizers``; returns
         ``{"documents", "identical" (share with our ids), "tokens", "token_difference"}``."""
         from . import _export
+        if self.kind == "extension":
+            raise ValueError("an extension model (superwords over a base) has no tokenizer.json export yet; "
+                             "in transformers use superword.hf.SuperwordTokenizer on its model file (exact ids)")
         roles = {"bos_token": bos_token, "eos_token": eos_token, "pad_token": pad_token,
                  "unk_token": unk_token}
         texts = None if sample is None else _export.sample_texts(sample)  # checked before writing
@@ -528,6 +533,8 @@ class Tokenizer:
 #: another layout was made by another superword version and is refused, not guessed at.
 PICKLE_FORMAT = 1
 _PICKLE_NAME = "<pickled superword.Tokenizer>"
+#: the header of an extension model's text, any version (see :mod:`superword._extend`)
+_EXTENSION_PREFIX = "superword extension "
 
 
 def _restore(fmt: object, state: object) -> Tokenizer:
@@ -539,7 +546,7 @@ def _restore(fmt: object, state: object) -> Tokenizer:
     try:
         backend = _resolve_backend(state["backend"])
         maker = core_of(backend).Tokenizer
-        if str(state.get("model", "")).startswith("superword extension "):
+        if str(state.get("model", "")).startswith(_EXTENSION_PREFIX):
             from . import _extend
             impl = _extend.loads(state["model"], _PICKLE_NAME, backend)._impl
         elif "ranks" in state:

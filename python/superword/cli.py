@@ -45,7 +45,8 @@ from . import __version__, _api, _counts, _display, _files, _inputs, _open, _pro
 from .reference import model as _model
 from .reference import pretokenize as _pretok
 
-NAMES = {"word": "BPE", "boundless": "BoundlessBPE", "superbpe": "SuperBPE", "tiktoken": "ranks BPE"}
+NAMES = {"word": "BPE", "boundless": "BoundlessBPE", "superbpe": "SuperBPE", "tiktoken": "ranks BPE",
+         "extension": "SuperBPE over a base"}
 #: the size of the sample of the training text measured after training, when nothing is held back
 SAMPLE_BYTES = 2_000_000
 
@@ -155,10 +156,16 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("inputs", nargs="*", metavar="INPUT",
                    help="files, folders, globs or - (stdin); default: the Python standard library")
     t.add_argument("--algorithm", choices=["bpe", "boundless", "superbpe"], default="boundless")
-    t.add_argument("--vocab-size", type=int, default=8192, metavar="N",
+    t.add_argument("--vocab-size", type=int, default=None, metavar="N",
                    help="total number of tokens, the 243 byte tokens included (default 8192)")
     t.add_argument("--supermerges", type=int, metavar="M",
-                   help="SuperBPE: how many of the N tokens are superwords")
+                   help="SuperBPE: how many of the N tokens are superwords (with --base: how many "
+                        "superwords to add to the base)")
+    t.add_argument("--base", metavar="BASE",
+                   help="keep this tokenizer's tokens and ids and add M superwords to it (--algorithm "
+                        "superbpe): " + _open.SPEC_HELP)
+    t.add_argument("--base-pattern", metavar="NAME_OR_REGEX",
+                   help="the pattern of a .tiktoken BASE (an encoding name such as cl100k_base, or the regex)")
     t.add_argument("--simple", action="store_true",
                    help="simple pre-tokenization (GPT-4o pattern only, no script runs)")
     t.add_argument("--scripts", metavar="A,B,...",
@@ -473,6 +480,16 @@ def _train(args: argparse.Namespace) -> None:
     scripts = _scripts(args)
     _check_min_count(args)
     paths = None
+    if args.base is not None:
+        if args.vocab_size is not None:
+            raise ValueError("--vocab-size does not apply with --base: the vocabulary is the base's plus "
+                             "--supermerges superwords")
+        if args.algorithm != "superbpe":
+            raise ValueError("--base adds superwords with SuperBPE's phase 2: give --algorithm superbpe")
+    elif args.base_pattern is not None:
+        raise ValueError("--base-pattern is the pattern of a .tiktoken --base")
+    elif args.vocab_size is None:
+        args.vocab_size = 8192
     settings = dict(vocab_size=args.vocab_size, algorithm=args.algorithm,
                     supermerges=args.supermerges, script_aware=not args.simple, scripts=scripts,
                     greedy_split=args.greedy_split, text_field=args.text_field,
@@ -519,9 +536,11 @@ def _train(args: argparse.Namespace) -> None:
                       and args.max_docs is None and "-" not in paths else None)
     if args.min_count is not None:
         settings.update(min_count=args.min_count)
+    if args.base is not None:
+        settings.update(base=args.base, pattern=args.base_pattern)
     if not args.quiet:
-        print(f"training {NAMES.get(args.algorithm, args.algorithm)} (vocab_size={args.vocab_size}) "
-              f"on {source}", file=sys.stderr)
+        size = f"base={args.base}" if args.base is not None else f"vocab_size={args.vocab_size}"
+        print(f"training {NAMES.get(args.algorithm, args.algorithm)} ({size}) on {source}", file=sys.stderr)
     progress = _progress.Progress(quiet=args.quiet, files=progress_files)
     start = time.perf_counter()
     try:
@@ -621,7 +640,10 @@ def _compression_summary(tok: _api.Tokenizer, args: argparse.Namespace, settings
         result = stats.evaluate([tok], texts)[0]
         return f"BPE: {result['bytes_per_token']:.2f} bytes/token on {where}"
     started = time.perf_counter()
-    if tok.kind == "superbpe":
+    if tok.kind == "extension":
+        from . import _extend
+        word, how = _extend.base_of(tok), "the base tokenizer, whose ids this model keeps"
+    elif tok.kind == "superbpe":
         word, how = word_model_of(tok), "the phase-1 word model = this model without its supermerges"
     else:  # BoundlessBPE keeps only part of its word model: train that BPE model again
         again = dict(settings, algorithm="bpe", supermerges=None, greedy_split=False)
@@ -640,7 +662,8 @@ def _compression_summary(tok: _api.Tokenizer, args: argparse.Namespace, settings
     ours, base = stats.evaluate([tok, word], texts)
     fewer = 100 * (1 - ours["tokens"] / base["tokens"])
     return (f"{NAMES[tok.kind]}: {ours['bytes_per_token']:.2f} bytes/token, {fewer:.1f} % fewer tokens "
-            f"than BPE ({base['bytes_per_token']:.2f} bytes/token) on {where}\n  ({how})")
+            f"than {'its base' if tok.kind == 'extension' else 'BPE'} ({base['bytes_per_token']:.2f} "
+            f"bytes/token) on {where}\n  ({how})")
 
 
 def word_model_of(tok: _api.Tokenizer) -> _api.Tokenizer:
@@ -677,9 +700,10 @@ def _open_models(args: argparse.Namespace, specs: Sequence[str], backend: str | 
 
 
 def _stats(args: argparse.Namespace) -> None:
-    models = _open_models(args, args.models)
+    from ._extend import with_bases
+    models, names = with_bases(_open_models(args, args.models), _names(args.models))
     texts, source = _texts(args, _on_paths(args))
-    results = stats.evaluate(models, texts, names=_names(args.models))
+    results = stats.evaluate(models, texts, names=names)
     if args.json:
         json.dump({"text": {"source": source, "documents": len(texts), "bytes": results[0]["bytes"]},
                    "models": results}, sys.stdout, indent=2, ensure_ascii=False)

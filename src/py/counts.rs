@@ -20,7 +20,7 @@ use crate::train::{train_counts as train_from, Config};
 /// Counted pretokens and letter runs with their pre-tokenization settings (immutable).
 #[pyclass(name = "Counts", module = "superword._core", frozen)]
 pub struct PyCounts {
-    table: Arc<CountTable>,
+    pub(super) table: Arc<CountTable>,
 }
 
 impl PyCounts {

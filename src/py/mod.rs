@@ -3,6 +3,7 @@
 //! panics) become Python exceptions here, once.
 
 mod counts;
+mod extend;
 mod tokenizer;
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -408,6 +409,8 @@ fn version() -> &'static str {
 mod _core {
     #[pymodule_export]
     use super::counts::{count_files, count_iter, merge_counts, train_counts, PyCounts};
+    #[pymodule_export]
+    use super::extend::PyExtension;
     #[pymodule_export]
     use super::{_after_fork_in_child, _after_fork_in_parent, _before_fork};
     #[pymodule_export]

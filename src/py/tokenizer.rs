@@ -41,7 +41,7 @@ fn bytes_written<'py>(
 /// each an `int` or an integer with `__index__` (numpy's), not a `bool`, within `i64`; an
 /// error names the position.  (Checked in a Python loop before the call, they were three
 /// quarters of decoding 25,000 ids.)
-fn ids_of(ids: &Bound<'_, PyList>) -> PyResult<Vec<i64>> {
+pub(super) fn ids_of(ids: &Bound<'_, PyList>) -> PyResult<Vec<i64>> {
     use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
     use pyo3::types::{PyBool, PyInt};
     let py = ids.py();

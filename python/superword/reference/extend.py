@@ -207,7 +207,7 @@ class _Lines:
     def count(self, what: str) -> int:
         n = self.uint(self.next(f"the number of {what}"), f"the number of {what}")
         if n > len(self.lines) - self.at:
-            raise self.error(f"{n:,} {what} announced, but only {len(self.lines) - self.at:,} lines follow")
+            raise self.error(f"{n} {what} announced, but only {len(self.lines) - self.at} lines follow")
         return n
 
     def fields(self, n: int, what: str) -> list[str]:
@@ -239,8 +239,10 @@ class _Lines:
 def loads(text: str, name: str) -> Extension:
     """Parse and check a model file's text; every error names ``name`` and the line."""
     lines = _Lines(text, name)
-    if lines.next("the header") != HEADER:
-        raise lines.error(f"not a superword extension model (expected {HEADER!r})")
+    header = lines.next("the header")
+    if header != HEADER:
+        raise lines.error(f"not a superword extension model of this version ({header[:60]!r}; this "
+                          f"superword reads {HEADER!r})")
     lines.expect("pattern")
     pattern = lines.json_string("the pattern")
     compile_pattern(pattern, f"{name}, line {lines.at}: the pattern")
@@ -257,7 +259,7 @@ def loads(text: str, name: str) -> Extension:
         if i <= previous:
             raise lines.error(f"id {i} does not follow {previous}: base ids ascend")
         if i > MAX_ID:
-            raise lines.error(f"id {i:,} is past 2**31 - 1")
+            raise lines.error(f"id {i} is past 2**31 - 1")
         if raw in ranks:
             raise lines.error("the token appears twice")
         ranks[raw] = previous = i
@@ -281,7 +283,7 @@ def loads(text: str, name: str) -> Extension:
         if s in special:
             raise lines.error(f"special token {s!r} appears twice")
         if i >= 2**32 - 1:
-            raise lines.error(f"special token id {i:,} is not below 2**32 - 1")
+            raise lines.error(f"special token id {i} is not below 2**32 - 1")
         special[s] = i
         used.add(i)
     ext = Extension(ranks, pattern, special, merge_pattern=merge_pattern)
@@ -297,13 +299,13 @@ def loads(text: str, name: str) -> Extension:
             # the first free id after the base: every base id and special id below it, + 1
             first = max(j for j in used if j < i) + 1 if any(j < i for j in used) else 0
             clash = [j for j in special.values() if i <= j < i + n_super]
-            if i != first or clash:
+            if i != first or clash or i in used:
                 raise lines.error(f"the superwords' ids {i}..{i + n_super - 1} must start right after "
                                   f"the base's ids and special ids ({first}) and hold no special id")
         if i != first + k:
             raise lines.error(f"superword id {i} should be {first + k} (ids follow one another)")
         if i > MAX_ID:
-            raise lines.error(f"id {i:,} is past 2**31 - 1")
+            raise lines.error(f"id {i} is past 2**31 - 1")
         if raw in known:
             raise lines.error("the superword's bytes are a token already")
         if c >= 2**64:
