@@ -9,9 +9,8 @@ import pickle
 import warnings
 
 import pytest
-from helpers import DATA, GOLDEN, read_jsonl_texts, read_lines
-
 import superword
+from helpers import DATA, GOLDEN, read_jsonl_texts, read_lines
 from superword import _extend
 from superword.reference import extend as ref_extend
 from superword.reference.merging import Merge
@@ -183,7 +182,8 @@ def test_an_o200k_style_ranks_file_keeps_tiktokens_ids(tmp_path):
     bpe = superword.train(docs, 1200, "bpe", script_aware=False)
     path = str(tmp_path / "o200k_style.tiktoken")
     bpe.save_tiktoken(path)
-    ranks = {base64.b64decode(t): int(r) for t, r in (line.split() for line in open(path))}
+    with open(path) as f:
+        ranks = {base64.b64decode(t): int(r) for t, r in (line.split() for line in f)}
     enc = tiktoken.Encoding("o200k_style", pat_str=GPT4O, mergeable_ranks=ranks, special_tokens={})
     tok = superword.train(docs[::2], algorithm="superbpe", base=path, pattern=GPT4O, supermerges=40)
     for text in docs[1::2][:80]:
@@ -273,7 +273,9 @@ def test_the_cli_trains_over_a_base_and_stats_shows_the_base_beside_it(bpe_base,
     printed = capsys.readouterr().out
     assert "SuperBPE over a base" in printed and "than its base" in printed
     tok = superword.Tokenizer.load(out)
-    assert tok.num_supermerges >= 25 and json.loads(open(str(out) + ".json").read())
+    assert tok.num_supermerges >= 25
+    with open(str(out) + ".json") as f:
+        assert json.load(f)["algorithm"]
     cli.main(["stats", str(out), "--on", str(corpus)])
     printed = capsys.readouterr().out
     assert "ext.model (base)" in printed and "ranks BPE" in printed and "SuperBPE over a base" in printed
@@ -340,7 +342,8 @@ def _damaged(text: str) -> list[tuple[str, str]]:
     def edit(i: int, new: str) -> str:
         return "\n".join(lines[:i] + [new] + lines[i + 1:])
     return [
-        (text.replace("superword extension v1", "superword extension v7", 1), "line 1: not a superword extension model of this version"),
+        (text.replace("superword extension v1", "superword extension v7", 1),
+         "line 1: not a superword extension model of this version"),
         (text[:-1], "does not end with a newline"),
         (edit(supers + 1, "99999"), f"line {supers + 2}: 99999 superwords announced"),
         (edit(merges + 2, " ".join([first[0], "999999", *first[2:]])), f"line {merges + 3}: the left part"),

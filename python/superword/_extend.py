@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from . import _count_table, _counts, _provenance
-from ._backend import Progress, _resolve_backend, core_of
+from ._backend import Progress, _core_module
 from ._reference_core import _kept_cutter, check_ids, no_id_left
 from ._tokenizer import Tokenizer
 from .reference import encode as _encode
@@ -155,6 +155,11 @@ _NO_RANKS = ("an extension model has no .tiktoken form: tiktoken cannot apply su
              "pretokens (save the model file, or use the base's own files)")
 
 
+def _rust() -> Any:
+    """The compiled core, for its ``ExtensionTokenizer`` (the reference's twin is above)."""
+    return _core_module()
+
+
 # -- files ------------------------------------------------------------------------------------------
 
 def is_extension_file(path: str) -> bool:
@@ -170,7 +175,7 @@ def loads(text: str, name: str, backend: str) -> Tokenizer:
     """An extension model from its text (``name`` names it in errors)."""
     if backend == "reference":
         return Tokenizer(ReferenceExtensionCore.loads(text, name), backend)
-    return Tokenizer(core_of(backend).ExtensionTokenizer.loads(text, name), backend)
+    return Tokenizer(_rust().ExtensionTokenizer.loads(text, name), backend)
 
 
 def load(path: str, backend: str) -> Tokenizer:
@@ -315,7 +320,7 @@ def train(inputs: Any, *, base: Any, supermerges: Any, counts: Any, pattern: str
     impl_base: Any = tok._impl
     ranks_text = impl_base.dumps_tiktoken()
     special = sorted(tok.special_tokens.items(), key=lambda kv: kv[1])
-    maker: Any = ReferenceExtensionCore if backend == "reference" else core_of(backend).ExtensionTokenizer
+    maker: Any = ReferenceExtensionCore if backend == "reference" else _rust().ExtensionTokenizer
     impl = maker.train(counts._impl, ranks_text, tok.pattern, special, supermerges, threads, progress)
     out = Tokenizer(impl, backend)
     if out.num_supermerges < supermerges or len(_superword_ids(out)) < supermerges:

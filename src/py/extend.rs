@@ -55,6 +55,7 @@ impl PyExtension {
     /// from counts made with the base's pattern.
     #[staticmethod]
     #[pyo3(signature = (counts, ranks, pattern, special_tokens, n, threads=None, progress=None))]
+    #[allow(clippy::too_many_arguments)]
     fn train(
         py: Python<'_>,
         counts: PyRef<'_, PyCounts>,
