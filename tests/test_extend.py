@@ -386,3 +386,24 @@ def test_the_reference_model_round_trips_through_its_text():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert ref_extend.loads(ref_extend.dumps(ext), "m").first_free_id() == 301
+
+
+def test_any_thread_count_gives_the_same_model(bpe_base):
+    docs = taylor()
+    one, two = (superword.train(docs, algorithm="superbpe", base=bpe_base[0], pattern=bpe_base[1],
+                                supermerges=80, threads=t) for t in (1, 2))
+    assert one.model_text() == two.model_text()
+
+
+def test_ray_counts_for_an_extension_as_for_the_other_algorithms(bpe_base, tmp_path):
+    ray = pytest.importorskip("ray")
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(taylor()) + "\n")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        on_ray = superword.train([corpus], algorithm="superbpe", base=bpe_base[0], pattern=bpe_base[1],
+                                 supermerges=50, executor="ray")
+    finally:
+        ray.shutdown()
+    here = superword.train([corpus], algorithm="superbpe", base=bpe_base[0], pattern=bpe_base[1], supermerges=50)
+    assert on_ray.model_text() == here.model_text()
