@@ -407,3 +407,16 @@ def test_ray_counts_for_an_extension_as_for_the_other_algorithms(bpe_base, tmp_p
         ray.shutdown()
     here = superword.train([corpus], algorithm="superbpe", base=bpe_base[0], pattern=bpe_base[1], supermerges=50)
     assert on_ray.model_text() == here.model_text()
+
+
+def test_long_runs_encode_alike_in_both_backends(bpe_base):
+    """Runs of thousands of single-token words (the core's heap, past 64 tokens) give the
+    reference's ids."""
+    docs = taylor()
+    models = [superword.train(docs, algorithm="superbpe", base=bpe_base[0], pattern=bpe_base[1],
+                              supermerges=200, backend=b) for b in BACKENDS]
+    texts = [" ".join(docs[3].split()[:40]) * 60, "the the the " * 700, " of the " * 500 + "end"]
+    for text in texts:
+        ref, rust = (m.encode_ordinary(text) for m in models)
+        assert ref == rust and any(models[1].is_superword(i) for i in rust)
+        assert models[1].decode(rust) == text
