@@ -12,185 +12,26 @@ core's ``ExtensionTokenizer`` (``src/extend.rs``); both give byte-identical mode
 """
 from __future__ import annotations
 
-import base64
-import itertools
 import json
 import os
 import time
-import warnings
-from collections.abc import Iterable
 from typing import Any
 
 from . import _count_table, _counts, _provenance
-from ._backend import Progress, _core_module
-from ._reference_core import _kept_cutter, check_ids, no_id_left
+from ._backend import Progress, _check_int
+from ._extend_core import KIND, ReferenceExtensionCore, _rust
+from ._open import _from_ranks_text, open_tokenizer, takes_pattern
 from ._tokenizer import Tokenizer
-from .reference import encode as _encode
 from .reference import extend as _ref
 from .reference.pretokenize import MERGE_PATTERN, compile_pattern
 
-HEADER = _ref.HEADER
-#: what every version's header starts with (another version is named by the reader)
-PREFIX = "superword extension "
-KIND = "extension"
 #: the share of a base's multi-byte tokens that its pattern must keep whole (see `check_pattern`)
 PATTERN_FIT = 0.98
-
-
-# -- the reference backend's tokenizer ------------------------------------------------------------
-
-class ReferenceExtensionCore:
-    """An extension model in pure Python (the twin of the core's ``ExtensionTokenizer``)."""
-
-    kind = KIND
-    greedy_split = False
-
-    def __init__(self, ext: _ref.Extension, stats: dict[str, float] | None = None):
-        self.ext = ext
-        self.encoder = _ref.ExtensionEncoder(ext)
-        self._stats = dict(stats or {})
-        self._cutter: Any = None
-        self._vocab = dict(self.encoder.bytes_of)
-        self._super = {i for i, _, _ in ext.superwords}
-
-    @staticmethod
-    def loads(text: str, name: str) -> ReferenceExtensionCore:
-        return ReferenceExtensionCore(_ref.loads(text, name))
-
-    @staticmethod
-    def train(counts: Any, ranks_text: str, pattern: str, special: list[tuple[str, int]], n: int,
-              threads: int | None = None, progress: Progress | None = None) -> ReferenceExtensionCore:
-        from .reference.ranks import parse_ranks
-        clock = time.perf_counter()
-        ranks = parse_ranks(ranks_text, "the base")
-        ext = _ref.train_extension(counts.counts, ranks, pattern, dict(special), n)
-        if progress is not None:
-            progress("phase2", len(ext.superwords), n)
-        return ReferenceExtensionCore(ext, {"phase2": time.perf_counter() - clock})
-
-    pattern = property(lambda self: self.ext.pattern)
-    num_supermerges = property(lambda self: len(self.ext.supermerges))
-    special_tokens = property(lambda self: dict(self.ext.special))
-    training_stats = property(lambda self: dict(self._stats))
-
-    @property
-    def vocab_size(self) -> int:
-        return max([*self._vocab, *self.ext.special.values()]) + 1
-
-    @property
-    def base_vocab_size(self) -> int:
-        return self.ext.first_free_id() if not self.ext.superwords else self.ext.superwords[0][0]
-
-    def base_ranks(self) -> str:
-        return "".join(f"{base64.b64encode(t).decode('ascii')} {i}\n"
-                       for t, i in sorted(self.ext.ranks.items(), key=lambda kv: kv[1]))
-
-    def base_special_tokens(self) -> dict[str, int]:
-        first = self.base_vocab_size
-        return {s: i for s, i in self.ext.special.items() if i < first}
-
-    def token_bytes(self, token_id: int) -> bytes:
-        return self.decode_bytes([token_id])
-
-    def is_superword(self, token_id: int) -> bool:
-        self.decode_bytes([token_id])
-        return token_id in self._super
-
-    def id_of(self, token: bytes) -> int | None:
-        return self.encoder.id_of.get(token)
-
-    def vocab_items(self) -> list[tuple[int, bytes, bool]]:
-        return [(i, self._vocab[i], i in self._super) for i in sorted(self._vocab)]
-
-    def register_special_tokens(self, tokens: list[str]) -> None:
-        special = dict(self.ext.special)
-        top = self.vocab_size - 1
-        for t, i in zip(tokens, itertools.count(top + 1)):
-            if i >= 2**32:
-                raise ValueError(no_id_left(t))
-            special[t] = i
-        self.ext.special = special
-        self._cutter = None
-
-    def encode_ordinary(self, text: str) -> list[int]:
-        return self.encoder.encode_ordinary(text)
-
-    def encode(self, text: str, allowed: Iterable[str]) -> list[int]:
-        self._cutter = _kept_cutter(self._cutter, self.ext.special, allowed)
-        cutter: _encode.SpecialCutter = self._cutter[1]
-        return cutter.encode(text, self.encoder.encode_ordinary)
-
-    def encode_batch(self, texts: list[str], allowed: Iterable[str], threads: int | None = None) -> list[list[int]]:
-        allowed = list(allowed)
-        return [self.encode(t, allowed) for t in texts]
-
-    def encode_to_tokens(self, text: str) -> list[bytes]:
-        return self.encoder.encode_tokens(text)
-
-    def decode_bytes(self, ids: list[int]) -> bytes:
-        inverse = {i: s.encode("utf-8") for s, i in self.ext.special.items()}
-        out = []
-        for position, i in enumerate(check_ids(ids)):
-            token = self._vocab.get(i, inverse.get(i))
-            if token is None:
-                raise ValueError(f"token id {i} at position {position} is out of range "
-                                 f"(no token has this id)")
-            out.append(token)
-        return b"".join(out)
-
-    def dumps(self) -> str:
-        return _ref.dumps(self.ext)
-
-    def dumps_ngrams(self) -> str | None:
-        return None
-
-    def dumps_tiktoken(self) -> str:
-        raise ValueError(_NO_RANKS)
-
-    def save_tiktoken(self, path: str) -> None:
-        raise ValueError(_NO_RANKS)
-
-
-_NO_RANKS = ("an extension model has no .tiktoken form: tiktoken cannot apply supermerges across "
-             "pretokens (save the model file, or use the base's own files)")
-
-
-def _rust() -> Any:
-    """The compiled core, for its ``ExtensionTokenizer`` (the reference's twin is above)."""
-    return _core_module()
-
-
-# -- files ------------------------------------------------------------------------------------------
-
-def is_extension_file(path: str) -> bool:
-    """Whether ``path`` starts with an extension header, of any version (reading one line)."""
-    try:
-        with open(path, "rb") as f:
-            return f.readline(len(HEADER) + 2).startswith(PREFIX.encode())
-    except OSError:
-        return False
-
-
-def loads(text: str, name: str, backend: str) -> Tokenizer:
-    """An extension model from its text (``name`` names it in errors)."""
-    if backend == "reference":
-        return Tokenizer(ReferenceExtensionCore.loads(text, name), backend)
-    return Tokenizer(_rust().ExtensionTokenizer.loads(text, name), backend)
-
-
-def load(path: str, backend: str) -> Tokenizer:
-    try:
-        with open(path, encoding="utf-8", newline="") as f:
-            text = f.read()
-    except UnicodeDecodeError:
-        raise ValueError(f"{path}: not a superword extension model (invalid UTF-8)") from None
-    return loads(text, path, backend)
 
 
 def base_of(tok: Tokenizer) -> Tokenizer:
     """The base tokenizer of an extension model, as the ranks model it was trained on."""
     impl: Any = tok._impl
-    from ._open import _from_ranks_text
     return _from_ranks_text(impl.base_ranks(), impl.pattern, impl.base_special_tokens(),
                             "the base of this extension model", tok.backend)
 
@@ -212,7 +53,6 @@ def with_bases(models: list[Tokenizer], names: list[str]) -> tuple[list[Tokenize
 
 def resolve_base(base: Any, pattern: str | None, backend: str) -> Tokenizer:
     """The base tokenizer, checked (SPEC 10.1): a byte-level rank-based BPE whose pattern fits."""
-    from ._open import open_tokenizer, takes_pattern
     tok = open_tokenizer(base, pattern=pattern if takes_pattern(base) else None, backend=backend)
     name = base if isinstance(base, str) else type(base).__name__
     if tok.kind == KIND:
@@ -271,7 +111,6 @@ def train(inputs: Any, *, base: Any, supermerges: Any, counts: Any, pattern: str
           blowup: bool) -> Tokenizer:
     """``superword.train(..., algorithm="superbpe", base=BASE, supermerges=N)`` after the
     general checks; see :func:`superword.train`."""
-    from ._backend import _check_int
     start = time.perf_counter()
     if supermerges is None:
         raise ValueError("base= needs supermerges=N: how many superword tokens to add to the base")
@@ -286,7 +125,7 @@ def train(inputs: Any, *, base: Any, supermerges: Any, counts: Any, pattern: str
         raise ValueError("with base= the pre-tokenization is the base's own pattern (simple mode): "
                          "leave script_pattern and scripts out")
     tok = resolve_base(base, pattern, backend)
-    if pattern is not None and not _takes_pattern(base) and pattern != tok.pattern:
+    if pattern is not None and not takes_pattern(base) and pattern != tok.pattern:
         raise ValueError("pattern= is for a .tiktoken base only (other bases carry their pattern)")
     first = tok.vocab_size
     if first + supermerges - 1 > _ref.MAX_ID:
@@ -323,10 +162,6 @@ def train(inputs: Any, *, base: Any, supermerges: Any, counts: Any, pattern: str
     maker: Any = ReferenceExtensionCore if backend == "reference" else _rust().ExtensionTokenizer
     impl = maker.train(counts._impl, ranks_text, tok.pattern, special, supermerges, threads, progress)
     out = Tokenizer(impl, backend)
-    if out.num_supermerges < supermerges or len(_superword_ids(out)) < supermerges:
-        warnings.warn(f"extension: made {len(_superword_ids(out)):,} of the {supermerges:,} superwords "
-                      f"requested: no pair of base tokens is left to merge across pretokens in this "
-                      f"corpus", _warning_class(), stacklevel=3)
     stats = dict(out.training_stats)
     stats.setdefault("pretokenize_count", count_seconds)
     settings = dict(base=name_of(base), supermerges=supermerges, text_field=text_field, pattern=tok.pattern,
@@ -338,18 +173,13 @@ def train(inputs: Any, *, base: Any, supermerges: Any, counts: Any, pattern: str
     return out
 
 
-def _takes_pattern(base: Any) -> bool:
-    from ._open import takes_pattern
-    return takes_pattern(base)
-
-
-def _warning_class() -> type[Warning]:
-    from ._train import TrainingShortfall
-    return TrainingShortfall
-
-
-def _superword_ids(tok: Tokenizer) -> list[int]:
-    return [i for i, _, s in tok if s]
+def shortfall(tok: Tokenizer, supermerges: int) -> str | None:
+    """What to warn of (``TrainingShortfall``) when training made fewer superwords than asked."""
+    made = sum(1 for _, _, sup in tok if sup)
+    if made >= supermerges:
+        return None
+    return (f"extension: made {made:,} of the {supermerges:,} superwords requested: no pair of base "
+            f"tokens is left to merge across pretokens in this corpus")
 
 
 def name_of(base: Any) -> str:

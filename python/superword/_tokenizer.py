@@ -14,7 +14,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
-from . import _files, _provenance, _reference_core
+from . import _extend_core, _files, _provenance, _reference_core
 from ._backend import TokenizerCore, _check_int, _requested_threads, _resolve_backend, core_of
 from ._specials import (
     AllowedSpecial,
@@ -101,11 +101,10 @@ class Tokenizer:
         if not isinstance(greedy_split, bool):
             raise TypeError(f"greedy_split must be True or False, got {type(greedy_split).__name__}")
         path = os.fspath(path)
-        from . import _extend
-        if _extend.is_extension_file(path):  # superwords over a base tokenizer (SPEC 10)
+        if _extend_core.is_extension_file(path):  # superwords over a base tokenizer (SPEC 10)
             if greedy_split:
                 raise ValueError(f"{path}: an extension model has no n-gram table; load it without greedy_split")
-            tok = _extend.load(path, backend)
+            tok = cls(_extend_core.load(path, backend), backend)
         else:
             tok = cls(core_of(backend).Tokenizer.load(path, greedy_split), backend)
         if os.path.exists(_provenance.sidecar_path(path)):
@@ -533,8 +532,6 @@ class Tokenizer:
 #: another layout was made by another superword version and is refused, not guessed at.
 PICKLE_FORMAT = 1
 _PICKLE_NAME = "<pickled superword.Tokenizer>"
-#: the header of an extension model's text, any version (see :mod:`superword._extend`)
-_EXTENSION_PREFIX = "superword extension "
 
 
 def _restore(fmt: object, state: object) -> Tokenizer:
@@ -546,9 +543,8 @@ def _restore(fmt: object, state: object) -> Tokenizer:
     try:
         backend = _resolve_backend(state["backend"])
         maker = core_of(backend).Tokenizer
-        if str(state.get("model", "")).startswith(_EXTENSION_PREFIX):
-            from . import _extend
-            impl = _extend.loads(state["model"], _PICKLE_NAME, backend)._impl
+        if str(state.get("model", "")).startswith(_extend_core.PREFIX):
+            impl = _extend_core.loads(state["model"], _PICKLE_NAME, backend)
         elif "ranks" in state:
             special = [(str(s), int(i)) for s, i in state["special_tokens"]]
             impl = maker.loads_tiktoken(state["ranks"], state["pattern"], special, _PICKLE_NAME)

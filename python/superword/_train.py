@@ -13,7 +13,7 @@ import warnings
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-from . import _count_table, _counts, _inputs, _provenance
+from . import _count_table, _counts, _extend, _inputs, _provenance
 from ._backend import Progress, TrainOptions, _check_int, _resolve_backend, core_of, pretokenization, resolve_threads
 from ._tokenizer import Tokenizer
 from .reference import pretokenize as _pretok
@@ -139,7 +139,6 @@ def train(inputs: Any = None, vocab_size: int | None = None, algorithm: str = "b
     'the cat'
     """
     if base is not None:
-        from . import _extend
         if algorithm != "superbpe":
             raise ValueError(f"base= adds superwords with SuperBPE's phase 2: give algorithm='superbpe' "
                              f"(got {algorithm!r})")
@@ -150,12 +149,17 @@ def train(inputs: Any = None, vocab_size: int | None = None, algorithm: str = "b
             raise TypeError(f"text_field must be a str, got {type(text_field).__name__}")
         if min_count is not None:
             _count_table._check_min_count(min_count)
-        return _extend.train(inputs, base=base, supermerges=supermerges, counts=counts, pattern=pattern,
+        tok = _extend.train(inputs, base=base, supermerges=supermerges, counts=counts, pattern=pattern,
                              script_aware=script_aware, script_pattern=script_pattern, scripts=scripts,
                              text_field=text_field, threads=resolve_threads(threads),
                              backend=_resolve_backend(backend), progress=progress, min_count=min_count,
                              executor=executor, ray_address=ray_address, greedy_split=greedy_split,
                              tau=tau, blowup=blowup)
+        assert supermerges is not None  # (_extend.train refuses None)
+        short = _extend.shortfall(tok, supermerges)
+        if short is not None:
+            warnings.warn(short, TrainingShortfall, stacklevel=3)
+        return tok
     vocab_size = _check_int("vocab_size", 32768 if vocab_size is None else vocab_size)
     if vocab_size < MIN_VOCAB_SIZE:
         raise ValueError(f"vocab_size must be at least {MIN_VOCAB_SIZE} (the byte tokens), "

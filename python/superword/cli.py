@@ -41,7 +41,7 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from . import __version__, _api, _counts, _display, _files, _inputs, _open, _progress, _provenance, stats
+from . import __version__, _api, _counts, _display, _extend, _files, _inputs, _open, _progress, _provenance, stats
 from .reference import model as _model
 from .reference import pretokenize as _pretok
 
@@ -641,7 +641,6 @@ def _compression_summary(tok: _api.Tokenizer, args: argparse.Namespace, settings
         return f"BPE: {result['bytes_per_token']:.2f} bytes/token on {where}"
     started = time.perf_counter()
     if tok.kind == "extension":
-        from . import _extend
         word, how = _extend.base_of(tok), "the base tokenizer, whose ids this model keeps"
     elif tok.kind == "superbpe":
         word, how = word_model_of(tok), "the phase-1 word model = this model without its supermerges"
@@ -700,8 +699,7 @@ def _open_models(args: argparse.Namespace, specs: Sequence[str], backend: str | 
 
 
 def _stats(args: argparse.Namespace) -> None:
-    from ._extend import with_bases
-    models, names = with_bases(_open_models(args, args.models), _names(args.models))
+    models, names = _extend.with_bases(_open_models(args, args.models), _names(args.models))
     texts, source = _texts(args, _on_paths(args))
     results = stats.evaluate(models, texts, names=names)
     if args.json:

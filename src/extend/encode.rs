@@ -1,0 +1,373 @@
+//! Encoding with an extension model (SPEC 10.4): the base's ids for every pretoken, then the
+//! supermerges over runs of single-token pretokens (SPEC 7.4).
+
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use super::Extension;
+use crate::encode::decode::TokenBytes;
+use crate::encode::{Allowed, Encode, Part, Specials};
+use crate::error::{Error, Result};
+use crate::key::ByteMap;
+use crate::pretokenize::Matcher;
+use crate::ranks::byte_pair_parts;
+use crate::tokens::TokenId;
+
+/// An extension model ready to encode.
+pub struct ExtensionEncoder {
+    pub ext: Extension,
+    matcher: Matcher,
+    /// the base's tokens: the shortcut and the byte-pair merge of each pretoken
+    base: ByteMap,
+    /// every token (base and superwords), for `id_of`
+    all: ByteMap,
+    decoder: TokenBytes,
+    specials: Specials,
+    /// (left, right) -> (index of the first supermerge of the pair, the id it makes)
+    super_rank: FxHashMap<(TokenId, TokenId), (u32, TokenId)>,
+    /// the tokens that are a part of some supermerge
+    parts: FxHashSet<TokenId>,
+    superword_ids: std::ops::Range<u64>,
+    top: u32,
+}
+
+impl ExtensionEncoder {
+    pub fn new(ext: Extension) -> Result<ExtensionEncoder> {
+        let matcher = Matcher::new(&ext.pattern, "pattern")?;
+        let base = ByteMap::new(ext.base.iter().map(|(i, t)| (t.as_slice(), *i)))?;
+        let supers = ext.superwords.iter().map(|(i, t, _)| (t.as_slice(), *i));
+        let all = ByteMap::new(ext.base.iter().map(|(i, t)| (t.as_slice(), *i)).chain(supers))?;
+        let decoder = TokenBytes::new(
+            ext.base
+                .iter()
+                .map(|(i, t)| (*i, t.as_slice()))
+                .chain(ext.superwords.iter().map(|(i, t, _)| (*i, t.as_slice()))),
+        );
+        let specials = Specials::new(ext.special.clone());
+        let mut super_rank = FxHashMap::default();
+        let mut parts = FxHashSet::default();
+        for (k, m) in ext.supermerges.iter().enumerate() {
+            let joined = [decoder_bytes(&ext, m.left), decoder_bytes(&ext, m.right)].concat();
+            let made = all
+                .get(&joined)
+                .ok_or_else(|| Error::internal("a supermerge makes bytes that are no token"))?;
+            super_rank.entry((m.left, m.right)).or_insert((k as u32, made));
+            parts.insert(m.left);
+            parts.insert(m.right);
+        }
+        let start = ext.base_end();
+        let superword_ids = start..start + ext.superwords.len() as u64;
+        let top = (ext.base.iter().map(|(i, _)| *i))
+            .chain(ext.special.iter().map(|(_, i)| *i))
+            .chain(ext.superwords.iter().map(|(i, _, _)| *i))
+            .max()
+            .unwrap_or(0);
+        Ok(ExtensionEncoder {
+            ext,
+            matcher,
+            base,
+            all,
+            decoder,
+            specials,
+            super_rank,
+            parts,
+            superword_ids,
+            top,
+        })
+    }
+
+    /// One more than the largest id, special tokens included.
+    pub fn vocab_size(&self) -> usize {
+        self.top as usize + 1
+    }
+
+    pub fn id_of(&self, bytes: &[u8]) -> Option<TokenId> {
+        self.all.get(bytes)
+    }
+
+    pub fn is_superword(&self, id: i64) -> bool {
+        id >= 0 && self.superword_ids.contains(&(id as u64))
+    }
+
+    pub fn token_bytes(&self, id: TokenId) -> Option<Vec<u8>> {
+        self.decode_bytes(&[i64::from(id)]).ok()
+    }
+
+    /// This encoder with `tokens` added as special tokens with the next free ids.
+    pub fn with_special_tokens(&self, tokens: Vec<String>) -> Result<ExtensionEncoder> {
+        let mut ext = self.ext.clone();
+        let mut next = Some(self.top + 1).filter(|_| self.top < u32::MAX);
+        let mut seen: FxHashSet<String> = ext.special.iter().map(|(s, _)| s.clone()).collect();
+        for t in tokens {
+            if !seen.insert(t.clone()) {
+                return Err(Error::Value(format!("special token {t:?} is already registered")));
+            }
+            let id = next.ok_or_else(|| crate::tokenizer::no_id_left(&t))?;
+            ext.special.push((t, id));
+            next = id.checked_add(1);
+        }
+        ExtensionEncoder::new(ext)
+    }
+
+    /// The base's ids of one pretoken that is not a base token (tiktoken's merge).
+    fn merge_piece(&self, raw: &[u8], out: &mut Vec<TokenId>) -> Result<()> {
+        let bounds = byte_pair_parts(raw, |b| self.base.get(b));
+        for w in bounds.windows(2) {
+            let part = &raw[w[0]..w[1]];
+            let id = self.base.get(part).ok_or_else(|| {
+                Error::Value(format!(
+                    "the base has no token for the bytes {part:?}: it lacks single bytes"
+                ))
+            })?;
+            out.push(id);
+        }
+        Ok(())
+    }
+
+    /// SPEC 7.4 on the run `out[start..]`: the smallest-index supermerge at all its places,
+    /// left to right, again and again.  Runs of up to [`SCAN_RUN`] tokens (nearly all of them
+    /// in prose) take a plain scan, a pass per supermerge applied; longer ones a heap, so that
+    /// a run of a million repeated words costs O(n log n), not a pass per supermerge.
+    fn supermerge(&self, out: &mut Vec<TokenId>, start: usize) {
+        let rank = |a: TokenId, b: TokenId| self.super_rank.get(&(a, b)).copied();
+        if out.len() - start <= SCAN_RUN {
+            merge_scan(out, start, rank);
+        } else {
+            let mut run = out.split_off(start);
+            merge_heap(&mut run, rank);
+            out.extend_from_slice(&run);
+        }
+    }
+
+    fn flush(&self, out: &mut Vec<TokenId>, run: &mut Option<usize>) {
+        if let Some(start) = run.take() {
+            if out.len() - start >= 2 {
+                self.supermerge(out, start);
+            }
+        }
+    }
+
+    /// Append the ids of `text` (no special tokens) to `out`.
+    fn encode_into(&self, text: &str, out: &mut Vec<TokenId>) -> Result<()> {
+        let mut run: Option<usize> = None;
+        let mut error = None;
+        self.matcher.for_each_piece(text, &mut |piece| {
+            let raw = piece.as_bytes();
+            match self.base.get(raw) {
+                Some(id) if self.parts.contains(&id) => {
+                    run.get_or_insert(out.len());
+                    out.push(id);
+                }
+                Some(id) => {
+                    self.flush(out, &mut run);
+                    out.push(id);
+                }
+                None => {
+                    self.flush(out, &mut run);
+                    if let Err(e) = self.merge_piece(raw, out) {
+                        error.get_or_insert(e);
+                    }
+                }
+            }
+        })?;
+        self.flush(out, &mut run);
+        error.map_or(Ok(()), Err)
+    }
+}
+
+/// Runs longer than this many tokens are merged with a heap (see `ExtensionEncoder::supermerge`).
+const SCAN_RUN: usize = 64;
+
+/// The scan of SPEC 7.4 on `out[start..]`, in place; `rank(a, b)` is `(index, merged id)` of
+/// the pair's supermerge, if any.
+fn merge_scan(
+    out: &mut Vec<TokenId>,
+    start: usize,
+    rank: impl Fn(TokenId, TokenId) -> Option<(u32, TokenId)>,
+) {
+    loop {
+        let mut best: Option<(u32, TokenId, (TokenId, TokenId))> = None;
+        for w in out[start..].windows(2) {
+            if let Some((k, made)) = rank(w[0], w[1]) {
+                if best.is_none_or(|(b, _, _)| k < b) {
+                    best = Some((k, made, (w[0], w[1])));
+                }
+            }
+        }
+        let Some((_, made, pair)) = best else { return };
+        let (mut read, mut write) = (start, start);
+        while read < out.len() {
+            if read + 1 < out.len() && (out[read], out[read + 1]) == pair {
+                out[write] = made;
+                read += 2;
+            } else {
+                out[write] = out[read];
+                read += 1;
+            }
+            write += 1;
+        }
+        out.truncate(write);
+    }
+}
+
+/// The same steps as [`merge_scan`] in O(n log n): a min-heap of `(index, position, left,
+/// right)` stands for the scan's search.  Entries of one index, leftmost first, are one pass
+/// of the scan; an entry whose tokens have changed since it was pushed is skipped (it was
+/// merged away, or overlaps an occurrence just merged).  Pairs a merge makes are pushed when
+/// its pass ends, as the scan sees them only in its next pass.  Tokens form a linked list by
+/// position.  Checked against the scan by `the_heap_merges_runs_as_the_scan_does`.
+fn merge_heap(tokens: &mut Vec<TokenId>, rank: impl Fn(TokenId, TokenId) -> Option<(u32, TokenId)>) {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+    let n = tokens.len();
+    if n < 2 {
+        return;
+    }
+    const NONE: usize = usize::MAX;
+    let mut next: Vec<usize> = (1..=n).collect();
+    let mut prev: Vec<usize> = (0..n).map(|i| i.wrapping_sub(1)).collect();
+    let mut alive = vec![true; n];
+    let mut heap: BinaryHeap<Reverse<(u32, usize, TokenId, TokenId)>> = (0..n - 1)
+        .filter_map(|i| {
+            rank(tokens[i], tokens[i + 1]).map(|(r, _)| Reverse((r, i, tokens[i], tokens[i + 1])))
+        })
+        .collect();
+    let mut made = Vec::new();
+    while let Some(&Reverse((current, _, _, _))) = heap.peek() {
+        while let Some(&Reverse((r, i, a, b))) = heap.peek() {
+            if r != current {
+                break;
+            }
+            heap.pop();
+            let j = next[i];
+            if !alive[i] || j >= n || tokens[i] != a || tokens[j] != b {
+                continue;
+            }
+            let Some((_, merged)) = rank(a, b) else { continue };
+            tokens[i] = merged;
+            alive[j] = false;
+            next[i] = next[j];
+            if next[i] < n {
+                prev[next[i]] = i;
+            }
+            if prev[i] != NONE {
+                made.push((prev[i], i));
+            }
+            if next[i] < n {
+                made.push((i, next[i]));
+            }
+        }
+        for (p, q) in made.drain(..) {
+            if !alive[p] || !alive[q] || next[p] != q {
+                continue;
+            }
+            if let Some((r, _)) = rank(tokens[p], tokens[q]) {
+                heap.push(Reverse((r, p, tokens[p], tokens[q])));
+            }
+        }
+    }
+    let mut write = 0;
+    for read in 0..n {
+        if alive[read] {
+            tokens[write] = tokens[read];
+            write += 1;
+        }
+    }
+    tokens.truncate(write);
+}
+
+fn decoder_bytes(ext: &Extension, id: TokenId) -> &[u8] {
+    // (only while building the encoder: the model's ids were checked by the reader or made by
+    // training, so every part is found)
+    if let Ok(k) = ext.base.binary_search_by_key(&id, |(i, _)| *i) {
+        return &ext.base[k].1;
+    }
+    match ext.superwords.binary_search_by_key(&id, |(i, _, _)| *i) {
+        Ok(k) => &ext.superwords[k].1,
+        Err(_) => &[],
+    }
+}
+
+impl Encode for ExtensionEncoder {
+    fn encode_ordinary(&self, text: &str) -> Result<Vec<TokenId>> {
+        let mut out = Vec::with_capacity(text.len() / 3);
+        self.encode_into(text, &mut out)?;
+        Ok(out)
+    }
+
+    fn decode_bytes(&self, ids: &[i64]) -> Result<Vec<u8>> {
+        self.decoder.decode(
+            ids,
+            |id| self.specials.text(id),
+            |id, position| {
+                Error::Value(format!(
+                    "token id {id} at position {position} is out of range (no token has this id)"
+                ))
+            },
+        )
+    }
+
+    fn token(&self, id: TokenId) -> &[u8] {
+        decoder_bytes(&self.ext, id)
+    }
+
+    fn allowed(&self, names: &[String]) -> Result<Allowed> {
+        self.specials.allowed(names)
+    }
+
+    fn encode_append(&self, text: &str, allowed: &Allowed, out: &mut Vec<TokenId>) -> Result<()> {
+        allowed.split(text, |part| match part {
+            Part::Text(t) => self.encode_into(t, out),
+            Part::Special(id) => {
+                out.push(id);
+                Ok(())
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::extend::tests::small;
+
+    #[test]
+    fn encoding_applies_supermerges_over_single_token_runs_only() {
+        let enc = ExtensionEncoder::new(small()).unwrap();
+        assert_eq!(
+            enc.encode_ordinary(" cat sat, a cat").unwrap(),
+            vec![301, 44, 32, 97, 258]
+        );
+        let allowed = enc.allowed(&["<|end|>".to_string()]).unwrap();
+        let mut out = Vec::new();
+        enc.encode_append(" cat<|end|> sat", &allowed, &mut out).unwrap();
+        assert_eq!(out, vec![258, 300, 259]);
+        assert_eq!(enc.decode_bytes(&[301, 300]).unwrap(), b" cat sat<|end|>");
+    }
+
+    #[test]
+    fn the_heap_merges_runs_as_the_scan_does() {
+        // random supermerge tables over a few tokens (merged ids that may be parts of other
+        // pairs), random runs: the heap's result is the scan's
+        let mut rng = crate::XorShift(0x9E37_79B9_7F4A_7C15);
+        for round in 0..400 {
+            let alphabet = 2 + rng.below(5) as u32;
+            let mut table: FxHashMap<(TokenId, TokenId), (u32, TokenId)> = FxHashMap::default();
+            for k in 0..rng.below(12) as u32 {
+                let (a, b) = (
+                    rng.below(alphabet as u64 + 4) as u32,
+                    rng.below(alphabet as u64 + 4) as u32,
+                );
+                let made = alphabet + rng.below(6) as u32;
+                table.entry((a, b)).or_insert((k, made)); // (an index per pair, as in a model)
+            }
+            let len = 1 + rng.below(if round % 4 == 0 { 300 } else { 12 }) as usize;
+            let run: Vec<TokenId> = (0..len).map(|_| rng.below(alphabet as u64) as u32).collect();
+            let rank = |a, b| table.get(&(a, b)).copied();
+            let mut scanned = run.clone();
+            merge_scan(&mut scanned, 0, rank);
+            let mut heaped = run.clone();
+            merge_heap(&mut heaped, rank);
+            assert_eq!(heaped, scanned, "round {round}, run {run:?}, table {table:?}");
+        }
+    }
+}
