@@ -2,7 +2,7 @@
 from collections.abc import Callable, Iterable
 from typing import TypedDict, final
 
-__all__ = ["MinbpeEncoder", "Tokenizer", "_panic_for_test", "minbpe_train", "char_class_table",
+__all__ = ["ExtensionTokenizer", "MinbpeEncoder", "Tokenizer", "_panic_for_test", "minbpe_train", "char_class_table",
            "pretokenize", "script_names", "script_table", "train_docs", "train_files", "train_iter", "version"]
 
 def version() -> str:

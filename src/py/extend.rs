@@ -236,7 +236,8 @@ impl PyExtension {
         Err(Error::Value(NO_RANKS.into()).into())
     }
 
-    fn save_tiktoken(&self, _path: String) -> PyResult<()> {
+    fn save_tiktoken(&self, path: String) -> PyResult<()> {
+        drop(path); // (nothing is written: refused)
         Err(Error::Value(NO_RANKS.into()).into())
     }
 
