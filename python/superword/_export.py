@@ -332,11 +332,16 @@ def _roles(model: _model.Model, roles: dict[str, str | None]) -> dict[str, str]:
 
 def save_hf(tok: Any, directory: str | os.PathLike[str], overwrite: bool = False,
             roles: dict[str, str | None] | None = None, model_max_length: int | None = None) -> None:
-    """Write the three files into ``directory`` (created if needed).
+    """Write the three files into ``directory`` (created if needed); for a superword model,
+    whose stock ``tokenizer.json`` is approximate, also the model file and the code file that
+    ``tokenizer_config.json``'s ``auto_map`` names (see ``superword._hf_folder``), so that
+    ``AutoTokenizer.from_pretrained(directory, trust_remote_code=True)`` gives exactly our ids.
+    AutoTokenizer then always takes that exact path (without the flag it refuses the folder);
+    ``tokenizer.json`` stays for readers that ask for it by name.
 
-    A directory holding other files is refused unless ``overwrite=True`` (then the three files
-    are replaced; nothing else is touched).  All files are written to a temporary directory
-    first and renamed into place."""
+    A directory holding other files is refused unless ``overwrite=True`` (then the files
+    written are replaced; nothing else is touched).  All files are written to a temporary
+    directory first and renamed into place."""
     if not isinstance(overwrite, bool):
         raise TypeError(f"overwrite must be True or False, got {type(overwrite).__name__}")
     if model_max_length is not None:
@@ -353,10 +358,19 @@ def save_hf(tok: Any, directory: str | os.PathLike[str], overwrite: bool = False
             raise ValueError(f"{directory} is not empty ({len(os.listdir(directory))} entries); pass "
                              f"overwrite=True (--overwrite) to replace its tokenizer files")
     named = _roles(model, roles or {})
+    config = _config(model, named, model_max_length)
+    exact = {}
+    if model.kind != "word":
+        from . import _hf_folder
+        config.update(_hf_folder.config_entries())
+        # (the loop below ends every file with one newline)
+        exact = {_hf_folder.MODEL_FILE: tok.model_text().removesuffix("\n"),
+                 _hf_folder.CODE_FILE: _hf_folder.code_text().removesuffix("\n")}
     texts = {
         "tokenizer.json": json.dumps(hf_json(model), ensure_ascii=False, indent=1),
-        "tokenizer_config.json": json.dumps(_config(model, named, model_max_length), ensure_ascii=False, indent=1),
+        "tokenizer_config.json": json.dumps(config, ensure_ascii=False, indent=1),
         "special_tokens_map.json": json.dumps(named, ensure_ascii=False, indent=1),
+        **exact,
     }
     try:
         os.makedirs(directory, exist_ok=True)
