@@ -275,8 +275,8 @@ class SuperwordTokenizer(PreTrainedTokenizer):
         ``prepare_for_model`` and ``pad`` build it text by text (the same keys in the same order,
         the same values), with a few list operations over the whole batch.
 
-        Like transformers, one text (not a list) gets its padded length as ``length``, a batch
-        each text's unpadded length."""
+        As in transformers, one text (not a list) gets its padded length as ``length`` (a batch:
+        each text's unpadded length), and one empty text is never padded."""
         full = self.sw.encode_batch(texts, allowed_special="none" if split_special_tokens else "all")
         bos, eos = self._around() if add_special_tokens else ([], [])
         # 1. truncation: for one sequence, "longest_first" and "only_first" cut alike, and
@@ -317,6 +317,8 @@ class SuperwordTokenizer(PreTrainedTokenizer):
             target = max_length
         if target is not None and pad_to_multiple_of is not None and target % pad_to_multiple_of:
             target = (target // pad_to_multiple_of + 1) * pad_to_multiple_of
+        if single and not lengths[0]:
+            target = None  # transformers' pad returns a single empty sequence as it is
         if target is not None and any(n < target for n in lengths):
             side = padding_side if padding_side is not None else self.padding_side
             if side not in ("left", "right"):
