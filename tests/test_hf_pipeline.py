@@ -416,10 +416,14 @@ def test_the_batch_encoding_equals_the_generic_path_on_real_texts(grid_tokenizer
         same_encoding(outcome(tok, True, texts, kwargs), outcome(tok, False, texts, kwargs))
 
 
-def test_offsets_cover_each_text_token_by_token(hf, sw):
-    texts = [*BUILTIN, "a" * 1000 + "é" * 300]
+@pytest.mark.parametrize("texts", [[*BUILTIN, "a" * 1000 + "é" * 300], [t for t in BUILTIN if t.isascii()]],
+                         ids=["any text", "ascii only"])
+def test_offsets_cover_each_text_token_by_token(hf, sw, texts):
     special = {i: s for s, i in sw.special_tokens.items()}
     rows = hf(texts, return_offsets_mapping=True)["offset_mapping"]
+    hf.fast_batch = False
+    assert hf(texts, return_offsets_mapping=True)["offset_mapping"] == rows
+    hf.fast_batch = True
     for text, ids, row in zip(texts, sw.encode_batch(texts, allowed_special="all"), rows):
         assert len(row) == len(ids)
         if not ids:

@@ -365,11 +365,15 @@ class SuperwordTokenizer(PreTrainedTokenizer):
         if total:
             sizes = self._byte_lengths[np.fromiter(itertools.chain.from_iterable(full), np.int64, total)]
             ends = np.cumsum(sizes)  # in the UTF-8 of all texts back to back
-            raw = np.frombuffer("".join(texts).encode("utf-8"), dtype=np.uint8)
-            char_of_byte = np.cumsum((raw & 0xC0) != 0x80) - 1
+            joined = "".join(texts)
             base = np.repeat(np.cumsum([0, *map(len, texts[:-1])]), counts)  # each text's first char
-            starts = char_of_byte[ends - sizes] - base
-            stops = char_of_byte[ends - 1] + 1 - base
+            if joined.isascii():  # a byte is a character
+                starts, stops = ends - sizes - base, ends - base
+            else:
+                raw = np.frombuffer(joined.encode("utf-8"), dtype=np.uint8)
+                char_of_byte = np.cumsum((raw & 0xC0) != 0x80) - 1
+                starts = char_of_byte[ends - sizes] - base
+                stops = char_of_byte[ends - 1] + 1 - base
             spans = list(zip(starts.tolist(), stops.tolist()))
         head, tail = [(0, 0)] * len(bos), [(0, 0)] * len(eos)
         rows, at = [], 0
