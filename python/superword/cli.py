@@ -304,7 +304,7 @@ def _export(args: argparse.Namespace) -> None:
         raise ValueError("--bos-token, --eos-token, --pad-token and --unk-token apply to superword "
                          "models; an imported ranks model is exported with its own special tokens")
     if args.to == "hf" and ranks:
-        _open.save_ranks_hf(tok, args.output, overwrite=args.overwrite)
+        tok.save_hf(args.output, overwrite=args.overwrite)
         print(f"wrote {args.output}/tokenizer.json")
     elif args.to == "hf":
         tok.save_hf(args.output, overwrite=args.overwrite, bos_token=args.bos_token,
