@@ -1,5 +1,5 @@
 # Developer shortcuts; the README's two commands are all a newcomer needs.
-.PHONY: install develop test rust-test lint tables bench clean
+.PHONY: install develop test rust-test lint lint-fast tables bench clean
 
 install:            ## build the Rust core and install the package
 	pip install .
@@ -19,6 +19,10 @@ lint:               ## formatting, lints and types, Rust and Python (CI runs it)
 	cargo clippy --quiet --all-targets --features python -- -D warnings
 	ruff check
 	mypy
+
+lint-fast:          ## the quick part of lint (formatting, ruff), as the pre-commit hooks run it
+	cargo fmt --check
+	ruff check
 
 tables:             ## regenerate the committed Unicode tables
 	python tools/gen_unicode_tables.py

@@ -159,6 +159,16 @@ fn canonical(
     words: Vec<(Box<str>, u64)>,
     parts: Vec<Part>,
 ) -> Result<CountTable> {
+    crate::threads::parallel(|| canonical_in_pool(settings, documents, pretokens, words, parts))?
+}
+
+fn canonical_in_pool(
+    settings: CountSettings,
+    documents: u64,
+    pretokens: u64,
+    words: Vec<(Box<str>, u64)>,
+    parts: Vec<Part>,
+) -> Result<CountTable> {
     let mut order: Vec<u32> = (0..words.len() as u32).collect();
     order.par_sort_unstable_by(|&a, &b| {
         let (wa, ca) = &words[a as usize];

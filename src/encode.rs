@@ -398,6 +398,10 @@ impl Encoder {
 
     /// Word tokens whose text, encoded alone without the shortcut, is that one token.
     fn find_reachable(&self, is_super: &[bool]) -> Result<Vec<bool>> {
+        crate::threads::parallel(|| self.reachable_in_pool(is_super))?
+    }
+
+    fn reachable_in_pool(&self, is_super: &[bool]) -> Result<Vec<bool>> {
         (0..self.vocab.len())
             .into_par_iter()
             .map(|id| {

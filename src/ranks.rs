@@ -227,8 +227,21 @@ impl RankEncoder {
 
     /// Load a `.tiktoken` file; `special` gives each special string its id.
     pub fn load(path: &str, pattern: String, special: Vec<(String, u32)>) -> Result<RankEncoder> {
-        let read = read(path)?;
-        check_special(&read, &special, path)?;
+        RankEncoder::of(read(path)?, pattern, special, path)
+    }
+
+    /// The same from the file's text; `name` names it in errors.
+    pub fn from_text(
+        text: &str,
+        pattern: String,
+        special: Vec<(String, u32)>,
+        name: &str,
+    ) -> Result<RankEncoder> {
+        RankEncoder::of(parse(text, name)?, pattern, special, name)
+    }
+
+    fn of(read: Ranks, pattern: String, special: Vec<(String, u32)>, name: &str) -> Result<RankEncoder> {
+        check_special(&read, &special, name)?;
         let Ranks { ranks, vocab } = read;
         RankEncoder::new(RankModel {
             vocab,

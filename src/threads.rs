@@ -11,13 +11,45 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, RecvTimeoutError};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 
 /// How many pools [`pool`] keeps.
 const POOLS_KEPT: usize = 2;
+
+/// The pools [`pool`] keeps, and the process they belong to.
+struct Kept {
+    /// the process id when the pools were made: a forked child has the parent's pools but
+    /// none of their threads, and must not use them
+    owner: u32,
+    pools: Vec<(usize, Arc<rayon::ThreadPool>)>,
+}
+
+static KEPT: Mutex<Kept> = Mutex::new(Kept {
+    owner: 0,
+    pools: Vec::new(),
+});
+
+fn kept() -> MutexGuard<'static, Kept> {
+    KEPT.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Kept {
+    /// Drop the pools of another process (the parent of a fork) without touching them:
+    /// their threads do not exist here, and their queues and locks are as the fork found
+    /// them, so they are forgotten, never shut down.
+    fn own(&mut self) {
+        let me = std::process::id();
+        if self.owner != me {
+            for (_, p) in self.pools.drain(..) {
+                std::mem::forget(p);
+            }
+            self.owner = me;
+        }
+    }
+}
 
 /// A rayon pool of `threads` workers, kept for reuse: starting threads for every
 /// `encode_batch` call would cost more than small batches take.  `None` means all cores (the
@@ -26,11 +58,12 @@ const POOLS_KEPT: usize = 2;
 /// all cores share one.  At most [`POOLS_KEPT`] pools are kept (the least recently used
 /// goes; its threads end when its last call returns), so a process that asks for many
 /// different counts still holds at most that many pools' workers.
+///
+/// In a child made by `fork`, the first call starts new pools (see [`Kept::own`]).
 pub fn pool(threads: Option<usize>) -> Result<Arc<rayon::ThreadPool>> {
     // the cores, counted once: counting them reads the process's cgroup files, which took 35
     // of the 40 µs of an `encode_batch` of 8 short texts (perf)
     static CORES: OnceLock<usize> = OnceLock::new();
-    static POOLS: Mutex<Vec<(usize, Arc<rayon::ThreadPool>)>> = Mutex::new(Vec::new());
     if threads == Some(0) {
         return Err(Error::Value(
             "threads must be at least 1 (or None for all cores)".into(),
@@ -38,7 +71,9 @@ pub fn pool(threads: Option<usize>) -> Result<Arc<rayon::ThreadPool>> {
     }
     let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let workers = threads.map_or(cores, |n| n.min(cores));
-    let mut pools = POOLS.lock().unwrap_or_else(|e| e.into_inner());
+    let mut kept = kept();
+    kept.own();
+    let pools = &mut kept.pools;
     if let Some(at) = pools.iter().position(|(k, _)| *k == workers) {
         let entry = pools.remove(at);
         let p = entry.1.clone();
@@ -56,6 +91,33 @@ pub fn pool(threads: Option<usize>) -> Result<Arc<rayon::ThreadPool>> {
     }
     pools.push((workers, p.clone()));
     Ok(p)
+}
+
+/// Run `f`, whose parallel iterators then use one of the kept pools: the current one on a
+/// worker of a pool, else the all-cores pool.  The core never uses rayon's global pool, since
+/// a forked child inherits that pool without its threads and could never replace it.
+pub fn parallel<R: Send>(f: impl FnOnce() -> R + Send) -> Result<R> {
+    if rayon::current_thread_index().is_some() {
+        return Ok(f());
+    }
+    Ok(pool(None)?.install(f))
+}
+
+/// The kept pools, held across a `fork` (Python's `os.register_at_fork`, see `src/py/`):
+/// taken before it, so that no other thread holds their lock when the process is copied, and
+/// given back after it; in the child the parent's pools are forgotten at once.
+pub struct ForkHold(MutexGuard<'static, Kept>);
+
+/// Take the kept pools' lock before a fork.
+pub fn hold_for_fork() -> ForkHold {
+    ForkHold(kept())
+}
+
+impl ForkHold {
+    /// In the child: forget the parent's pools, then let go of the lock.
+    pub fn release_in_child(mut self) {
+        self.0.own();
+    }
 }
 
 /// What a caller shares with work it runs through [`Watch::run`]: a stop flag, the first error

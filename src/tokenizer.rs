@@ -2,7 +2,7 @@
 //! BoundlessBPE, SuperBPE) with its encoder, or a tiktoken ranks model.  Every question the
 //! seam's one `Tokenizer` class asks is answered here, once for both kinds.
 
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, OnceLock};
 
 use crate::encode::{Encode, Encoder};
 use crate::error::{Error, Result};
@@ -56,6 +56,39 @@ impl Tokenizer {
             model.ngrams = Some(v2::read_ngrams(path)?);
         }
         Tokenizer::new(model, greedy_split)
+    }
+
+    /// A model from the text of a model file and, for the greedy split, of its n-gram
+    /// sidecar (what a pickle carries); `name` names them in errors.
+    pub fn loads(text: &str, ngrams: Option<&str>, greedy_split: bool, name: &str) -> Result<Tokenizer> {
+        let mut model = v2::loads(text, name)?;
+        if let Some(table) = ngrams {
+            model.ngrams = Some(v2::loads_ngrams(table, name)?);
+        }
+        Tokenizer::new(model, greedy_split)
+    }
+
+    /// A ranks model from the text of a `.tiktoken` file.
+    pub fn loads_tiktoken(
+        text: &str,
+        pattern: String,
+        special: Vec<(String, u32)>,
+        name: &str,
+    ) -> Result<Tokenizer> {
+        Ok(Tokenizer::Ranks(RankEncoder::from_text(
+            text, pattern, special, name,
+        )?))
+    }
+
+    /// Does encoding cut runs into the n-grams of training (SPEC 3.1)?
+    pub fn greedy_split(&self) -> bool {
+        matches!(
+            self,
+            Tokenizer::Superword {
+                greedy_split: true,
+                ..
+            }
+        )
     }
 
     /// Read a `.tiktoken` file; `special` gives each special string its id.
@@ -220,7 +253,15 @@ fn built<'a>(
     encoder: &'a OnceLock<std::result::Result<Encoder, Unbuilt>>,
     greedy_split: bool,
 ) -> &'a std::result::Result<Encoder, Unbuilt> {
-    encoder.get_or_init(|| Encoder::new(model, greedy_split).map_err(|e| Unbuilt(e.to_string())))
+    if let Some(built) = encoder.get() {
+        return built;
+    }
+    // Built outside the cell's lock, which is held only to store the result: a process
+    // forked while another thread builds would otherwise wait in the child for a builder
+    // that does not exist there.  Two threads that race both build, and one result is kept.
+    let made = Encoder::new(model, greedy_split).map_err(|e| Unbuilt(e.to_string()));
+    let _ = encoder.set(made);
+    encoder.get().expect("the encoder was just stored")
 }
 
 /// The encoder of a trained model that could not be built (a bug of ours: training makes
@@ -262,23 +303,33 @@ impl Encode for Unbuilt {
 /// A tokenizer's state, shared by the calls that use it.  Registering special tokens builds a
 /// new state and swaps it in; calls already running (on any thread) finish with the state they
 /// started with, so registering never waits for them nor fails because of them.
-pub struct Shared<T>(RwLock<Arc<T>>);
+///
+/// No lock is held at any point (the swap is an atomic compare-and-swap): a process forked
+/// while another thread registers or reads could otherwise inherit a lock held by a thread
+/// that does not exist in the child, and wait for it forever.
+pub struct Shared<T>(arc_swap::ArcSwap<T>);
 
 impl<T> Shared<T> {
     pub fn new(value: T) -> Shared<T> {
-        Shared(RwLock::new(Arc::new(value)))
+        Shared(arc_swap::ArcSwap::from_pointee(value))
     }
 
     pub fn get(&self) -> Arc<T> {
-        self.0.read().unwrap_or_else(|e| e.into_inner()).clone()
+        self.0.load_full()
     }
 
-    /// Replace the state by `f(current)`; one update at a time.
-    pub fn update(&self, f: impl FnOnce(&T) -> Result<T>) -> Result<()> {
-        let mut slot = self.0.write().unwrap_or_else(|e| e.into_inner());
-        let next = f(&slot)?;
-        *slot = Arc::new(next);
-        Ok(())
+    /// Replace the state by `f(current)`.  The new state is swapped in only if no other
+    /// update came first, else `f` runs again on the newer state, so concurrent updates all
+    /// take effect, one after another.
+    pub fn update(&self, f: impl Fn(&T) -> Result<T>) -> Result<()> {
+        loop {
+            let current = self.get();
+            let next = Arc::new(f(&current)?);
+            let previous = self.0.compare_and_swap(&current, next);
+            if Arc::ptr_eq(&previous, &current) {
+                return Ok(());
+            }
+        }
     }
 }
 

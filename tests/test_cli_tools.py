@@ -2,6 +2,7 @@
 output parsed; and the training output of `superword train`."""
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import math
@@ -159,7 +160,7 @@ def test_plot_writes_a_png_with_content(tmp_path):
     assert out.stat().st_size > 30_000
     pixels = image.imread(str(out))
     height, width = pixels.shape[:2]
-    assert width > 2 * height > 600
+    assert width > height > 600
     colours = {tuple(p) for p in pixels[::7, ::7, :3].reshape(-1, 3).round(2).tolist()}
     assert len(colours) > 20  # bars, curves and text, not a blank canvas
     assert not list(tmp_path.glob(".*tmp*"))
@@ -204,7 +205,7 @@ def test_train_prints_stages_summary_and_writes_provenance(tmp_path):
     corpus.write_text("\n".join(read_jsonl_texts(TEXT)) + "\n", encoding="utf-8")
     out = tmp_path / "m.model"
     result = run("train", str(corpus), "--algorithm", "superbpe", "--vocab-size", "600",
-                 "--supermerges", "60", "-o", str(out))
+                 "--supermerges", "60", "--hold-back", "10", "-o", str(out))
     err, stdout = result.stderr.decode(), result.stdout.decode()
     assert "\r" not in err  # piped: plain lines
     assert [line.split(":")[0] for line in err.splitlines()[1:]] == [
@@ -216,18 +217,28 @@ def test_train_prints_stages_summary_and_writes_provenance(tmp_path):
         [stages[k] for k in ("pretokenize_count", "phase1", "candidates", "phase2")], abs=0.006)
     summary = re.search(r"SuperBPE: ([\d.]+) bytes/token, ([\d.-]+) % fewer tokens than BPE", stdout)
     assert summary, stdout
-    # the summary's word model: the same texts, the model without its supermerges
-    texts = read_jsonl_texts(TEXT)
-    word = superword.train(texts, 600 - 60, "bpe")
+    assert "in-domain" in stdout and "1 document in 10" in stdout
+    # the summary's word model: the model without its supermerges, measured on the held-back
+    # documents (the 10th, 20th, ...), which were not trained on
+    all_texts = read_jsonl_texts(TEXT)
+    texts = all_texts[9::10]
+    kept = [t for n, t in enumerate(all_texts, start=1) if n % 10]
+    assert tok.model_text() == superword.train(kept, 600, "superbpe", supermerges=60).model_text()
+    word = superword.train(kept, 600 - 60, "bpe")
     ours = sum(len(tok.encode_ordinary(t)) for t in texts)
     base = sum(len(word.encode_ordinary(t)) for t in texts)
     assert float(summary.group(2)) == pytest.approx(100 * (1 - ours / base), abs=0.06)
     prov = json.loads((tmp_path / "m.model.json").read_text())
     assert prov["algorithm"] == "superbpe" and prov["settings"]["supermerges"] == 60
-    assert prov["inputs"] == [{"name": str(corpus), "documents": None, "bytes": corpus.stat().st_size}]
+    assert prov["inputs"] == [{"name": "corpus.txt", "documents": len(all_texts),
+                               "bytes": sum(len(t.encode()) for t in all_texts),
+                               "file_bytes": corpus.stat().st_size,
+                               "sha256": hashlib.sha256(corpus.read_bytes()).hexdigest()}]
+    assert prov["settings"]["hold_back"] == {"every": 10, "documents": len(texts),
+                                             "bytes": sum(len(t.encode()) for t in texts)}
     assert prov["superword_version"] == superword.__version__
     shown = run("stats", str(out), "--on", str(TEXT)).stdout.decode()
-    assert f"trained by superword {superword.__version__} on {corpus}" in shown
+    assert f"trained by superword {superword.__version__} on corpus.txt" in shown
 
 
 def test_empty_scripts_means_no_scripts(tmp_path):

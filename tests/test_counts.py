@@ -74,7 +74,7 @@ def test_one_count_serves_many_vocabulary_sizes_and_algorithms():
     corpus = need(GOLDEN / "taylorswift_400.jsonl")
     counts = superword.count(corpus)
     for vocab, algorithm, m in [(300, "bpe", None), (700, "boundless", None), (700, "superbpe", 50)]:
-        from_text = superword.train(corpus, vocab, algorithm, m)
+        from_text = superword.train(corpus, vocab, algorithm, supermerges=m)
         assert superword.train(counts=counts, vocab_size=vocab, algorithm=algorithm,
                                supermerges=m).model_text() == from_text.model_text()
 

@@ -3,6 +3,7 @@ stdin, .zst, .parquet), limits, dict rows, and the Python API's rule for lists."
 from __future__ import annotations
 
 import gzip
+import hashlib
 import io
 import json
 from collections.abc import Iterable
@@ -118,8 +119,10 @@ def test_provenance_counts_documents_read_in_python(tmp_path):
     assert main(["train", str(path), "--max-docs", "100", "--algorithm", "bpe", "--vocab-size", "300",
                  "-q", "--no-compare", "-o", str(out)]) == 0
     prov = json.loads((tmp_path / "m.model.json").read_text())
-    assert prov["inputs"] == [{"name": str(path), "documents": 100,
-                               "bytes": sum(len(t.encode()) for t in TEXTS[:100])}]
+    assert prov["inputs"] == [{"name": path.name, "documents": 100,
+                               "bytes": sum(len(t.encode()) for t in TEXTS[:100]),
+                               "file_bytes": path.stat().st_size,
+                               "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}]
     assert prov["settings"]["max_docs"] == 100
 
 

@@ -37,8 +37,8 @@ def test_ray_counts_and_trains_byte_identically_to_the_local_run(ray_cluster, co
     assert len([t for t in tasks if t[0] == str(corpus[0])]) >= 4  # the big file is spread
     local = superword.count(corpus)
     assert superword.count(corpus, executor="ray").to_bytes() == local.to_bytes()
-    assert (superword.train(corpus, 900, "superbpe", 100, executor="ray").model_text()
-            == superword.train(corpus, 900, "superbpe", 100).model_text())
+    assert (superword.train(corpus, 900, "superbpe", supermerges=100, executor="ray").model_text()
+            == superword.train(corpus, 900, "superbpe", supermerges=100).model_text())
     from superword.cli import main
     assert main(["count", *map(str, corpus), "--ray", "-o", str(tmp_path / "ray.swc"), "-q"]) == 0
     assert (tmp_path / "ray.swc").read_bytes() == local.to_bytes()
@@ -55,6 +55,25 @@ def test_a_worker_killed_mid_count_is_retried_and_the_counts_stay_exact(ray_clus
                         text_field="text", runs=True, address=None, backend="rust", kill_marker=str(marker))
     assert marker.exists()  # the first task's worker did die
     assert counts.to_bytes() == local.to_bytes()
+
+
+def test_ray_counting_reports_tasks_done_of_tasks_planned(ray_cluster, corpus, monkeypatch, capsys):
+    monkeypatch.setattr(_ray, "MIN_RANGE_BYTES", 50_000)
+    seen: list[tuple[str, int, int]] = []
+    counts = superword.count(corpus, executor="ray", progress=lambda *report: seen.append(report))
+    assert counts.to_bytes() == superword.count(corpus).to_bytes()
+    maps = len(_ray.plan([str(p) for p in corpus], 2 * 2))
+    merges, tables = 0, maps
+    while tables > 1:  # the reduce tree, FAN_IN tables per task
+        merges += tables // _ray.FAN_IN + (tables % _ray.FAN_IN > 1)
+        tables = -(-tables // _ray.FAN_IN)
+    assert {stage for stage, _, _ in seen} == {"ray_tasks"}
+    assert {total for _, _, total in seen} == {maps + merges}
+    assert [done for _, done, _ in seen] == list(range(maps + merges + 1))
+    # and the command line shows it as a line of progress
+    from superword.cli import main
+    assert main(["count", *map(str, corpus), "--ray", "-o", str(corpus[0].parent / "c.swc")]) == 0
+    assert "Ray count and merge tasks" in capsys.readouterr().err
 
 
 def test_an_unreachable_cluster_is_a_clear_error_not_a_hang(corpus):

@@ -2,9 +2,14 @@
 
 The model file itself stays byte-identical to the paper's format (SPEC 8), so everything
 else a user wants to know later lives here: superword's version, the algorithm and its
-settings, the inputs (names, documents, bytes) and the seconds per training stage.  The
-sidecar stores the SHA-256 of the model text; a sidecar that does not match its model (the
-model was replaced, the sidecar was not) is reported and ignored.
+settings, the inputs and the seconds per training stage.  The sidecar stores the SHA-256
+of the model text; a sidecar that does not match its model (the model was replaced, the
+sidecar was not) is reported and ignored.
+
+An input file is recorded by its file name, its size on disk and the SHA-256 of its bytes,
+not by the path it was read from: a published model's sidecar should not carry the
+trainer's home directory or folder layout.  The hash identifies the file wherever it is
+copied.  The path is recorded too only when asked for (``superword train --record-paths``).
 """
 from __future__ import annotations
 
@@ -27,6 +32,39 @@ def sidecar_path(model_path: str | os.PathLike[str]) -> str:
     return os.fspath(model_path) + ".json"
 
 
+#: bytes read at a time while hashing an input file
+_CHUNK = 1 << 20
+
+
+def file_sha256(path: str) -> str:
+    """The SHA-256 of a file's bytes (as stored: a ``.gz`` file's compressed bytes)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(_CHUNK):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def describe_inputs(records: list[dict[str, Any]], record_paths: bool = False) -> list[dict[str, Any]]:
+    """The ``inputs`` of a provenance record: ``records`` (``name``, ``documents``,
+    ``bytes`` of text read, as training made them) with every name that is a regular file
+    replaced by its base name, plus ``file_bytes`` (its size on disk) and ``sha256``; with
+    ``record_paths``, also ``path`` (absolute).  Names that are not files (``<documents>``,
+    the description of the standard-library corpus, standard input) are kept as they are."""
+    out = []
+    for record in records:
+        record = dict(record)
+        name = record.get("name")
+        if isinstance(name, str) and name != "-" and os.path.isfile(name):
+            record["name"] = os.path.basename(name)
+            record["file_bytes"] = os.path.getsize(name)
+            record["sha256"] = file_sha256(name)
+            if record_paths:
+                record["path"] = os.path.abspath(name)
+        out.append(record)
+    return out
+
+
 def make(algorithm: str, settings: dict[str, Any], inputs: list[dict[str, Any]],
          stages: dict[str, float], seconds: float) -> dict[str, Any]:
     from . import __version__
@@ -37,7 +75,7 @@ def make(algorithm: str, settings: dict[str, Any], inputs: list[dict[str, Any]],
         "created_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "algorithm": algorithm,
         "settings": settings,
-        "inputs": inputs,
+        "inputs": describe_inputs(inputs),
         "stages_seconds": {k: round(v, 4) for k, v in stages.items()},
         "total_seconds": round(seconds, 4),
     }

@@ -21,9 +21,10 @@ from __future__ import annotations
 import os
 import signal
 import socket
+from collections.abc import Callable
 from typing import Any
 
-from . import _counts, _inputs
+from . import _count_table, _inputs
 
 #: tables merged by one reduce task
 FAN_IN = 4
@@ -113,25 +114,26 @@ def _count_part(path: str, start: int, end: int | None, options: dict[str, Any],
     text_field = settings.pop("text_field")
     if end is not None:
         documents = _inputs.read_range(path, start, end, text_field)
-        counts = _counts.count_local(None, documents, text_field=text_field, threads=1, **settings)
+        counts = _count_table.count_local(None, documents, text_field=text_field, threads=1, **settings)
     elif _inputs.read_in_rust(path):
-        counts = _counts.count_local([path], None, text_field=text_field, threads=1, **settings)
+        counts = _count_table.count_local([path], None, text_field=text_field, threads=1, **settings)
     else:
-        counts = _counts.count_local(None, _inputs.read_file(path, text_field), text_field=text_field,
+        counts = _count_table.count_local(None, _inputs.read_file(path, text_field), text_field=text_field,
                                      threads=1, **settings)
     return counts.to_bytes()
 
 
 def _merge_parts(backend: str, *parts: bytes) -> bytes:
     """A reduce task: the sum of count files."""
-    tables = [_counts.Counts(_counts._impl_from_bytes(p, f"part {i}", backend), backend)
+    tables = [_count_table.Counts(_count_table._impl_from_bytes(p, f"part {i}", backend), backend)
               for i, p in enumerate(parts)]
-    return _counts.merge_counts(tables, backend=backend).to_bytes()
+    return _count_table.merge_counts(tables, backend=backend).to_bytes()
 
 
 def count(inputs: Any, *, pattern: str, script_pattern: str | None, scripts: list[str] | None,
           text_field: str, runs: bool, address: str | None, backend: str,
-          kill_marker: str | None = None) -> _counts.Counts:
+          kill_marker: str | None = None,
+          progress: Callable[[str, int, int], object] | None = None) -> _count_table.Counts:
     """:func:`superword.count` on Ray (checked arguments)."""
     if isinstance(inputs, (str, os.PathLike)):
         inputs = [inputs]
@@ -152,8 +154,17 @@ def count(inputs: Any, *, pattern: str, script_pattern: str | None, scripts: lis
     # the first task of the plan dies once when a kill marker is given (tests)
     refs = [count_task.remote(path, start, end, options, kill_marker if i == 0 else None)
             for i, (path, start, end) in enumerate(plan(paths, RANGES_PER_CPU * cpus))]
+    tasks = list(refs)
     while len(refs) > 1:  # merge as a tree, FAN_IN tables per task
         refs = [merge_task.remote(backend, *refs[i:i + FAN_IN]) if len(refs[i:i + FAN_IN]) > 1 else refs[i]
                 for i in range(0, len(refs), FAN_IN)]
+        tasks += [r for r in refs if r not in tasks]
+    if progress is not None:  # tasks done of tasks planned (count and merge tasks alike)
+        pending, done = tasks, 0
+        progress("ray_tasks", 0, len(tasks))
+        while pending:
+            ready, pending = ray.wait(pending, num_returns=1)
+            done += len(ready)
+            progress("ray_tasks", done, len(tasks))
     data = ray.get(refs[0])
-    return _counts.Counts(_counts._impl_from_bytes(data, "the counts from Ray", backend), backend)
+    return _count_table.Counts(_count_table._impl_from_bytes(data, "the counts from Ray", backend), backend)

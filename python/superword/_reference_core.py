@@ -1,18 +1,32 @@
-"""The reference backend behind the same interface as the Rust core's ``_core.Tokenizer``, so
-that :class:`superword.Tokenizer` has one code path for both backends."""
+"""The reference backend: a module with the same entry points as the Rust core
+``superword._core`` (``Tokenizer``, ``Counts``, ``train_files``, ``count_iter``, ...), each
+made of the pure-Python stages of :mod:`superword.reference`, so that the front
+(:class:`superword.Tokenizer`, :func:`superword.train`, :func:`superword.count`) has one code
+path for both backends.  ``superword._backend.Core`` is the interface; mypy checks that this
+module satisfies it."""
 from __future__ import annotations
 
+import base64
 import contextlib
 import itertools
 import operator
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
+from . import _inputs
+from .reference import count as _ref_count
+from .reference import countfile as _ref_countfile
 from .reference import encode as _encode
 from .reference import model as _model
+from .reference import pretokenize as _pretok
 from .reference import ranks as _ranks
+from .reference import train as _ref_train
 from .reference.model import write_text_atomic
 from .reference.pretokenize import compile_pattern
+
+if TYPE_CHECKING:  # (the interface's types only: `_backend` imports this module)
+    from ._backend import CountOptions, TrainOptions
 
 
 def no_id_left(token: str) -> str:
@@ -65,6 +79,19 @@ class ReferenceCore:
         # the Encoder names the problem
         return ReferenceCore(model, greedy_split)
 
+    @staticmethod
+    def loads(text: str, ngrams: str | None = None, greedy_split: bool = False,
+              name: str = "<model text>") -> ReferenceCore:
+        """A model from a model file's text and its n-gram sidecar's (``dumps``, ``dumps_ngrams``)."""
+        model = _model.loads(text, name)
+        if ngrams is not None:
+            model.ngrams = _model.loads_ngrams(ngrams, name)
+        return ReferenceCore(model, greedy_split)
+
+    @property
+    def greedy_split(self) -> bool:
+        return self.encoder.ngrams is not None
+
     def save(self, path: str) -> None:
         """The v2 file, plus the n-gram sidecar when the model has an n-gram table (SPEC 3.1);
         a sidecar left from an earlier model at the same path is removed."""
@@ -75,8 +102,20 @@ class ReferenceCore:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(_model.ngrams_path(path))
 
+    @staticmethod
+    def from_tiktoken(path: str, pattern: str, special_tokens: list[tuple[str, int]]) -> ReferenceRankCore:
+        return ReferenceRankCore.load(path, pattern, special_tokens)
+
+    @staticmethod
+    def loads_tiktoken(text: str, pattern: str, special_tokens: list[tuple[str, int]],
+                       name: str = "<ranks text>") -> ReferenceRankCore:
+        return ReferenceRankCore.loads_tiktoken(text, pattern, special_tokens, name)
+
     def dumps(self) -> str:
         return _model.dumps(self.model)
+
+    def dumps_ngrams(self) -> str | None:
+        return None if self.model.ngrams is None else _model.dumps_ngrams(self.model.ngrams)
 
     kind = property(lambda self: self.model.kind)
     vocab_size = property(lambda self: len(self.model.vocab) + len(self.model.special_tokens))
@@ -126,12 +165,15 @@ class ReferenceCore:
     def pattern(self) -> str:
         return self.model.settings.main_regex
 
-    def save_tiktoken(self, path: str) -> None:
+    def dumps_tiktoken(self) -> str:
         if self.model.kind != "word" or self.model.settings.script_specific_regex is not None:
             raise ValueError("only plain BPE models with simple pre-tokenization (algorithm='bpe', "
                              "script_aware=False) can be written as tiktoken ranks: tiktoken has "
                              "no supermerges and no script runs")
-        write_text_atomic(path, _ranks.dumps_ranks(self.model.vocab))
+        return _ranks.dumps_ranks(self.model.vocab)
+
+    def save_tiktoken(self, path: str) -> None:
+        write_text_atomic(path, self.dumps_tiktoken())
 
     def encode_to_tokens(self, text: str) -> list[bytes]:
         return self.encoder.encode_tokens(text)
@@ -146,6 +188,7 @@ class ReferenceRankCore:
 
     kind = "tiktoken"
     num_supermerges = 0
+    greedy_split = False
 
     def __init__(self, ranks: dict[bytes, int], pattern: str, special_tokens: dict[str, int]):
         self.ranks = ranks
@@ -161,6 +204,17 @@ class ReferenceRankCore:
         ranks = _ranks.read_ranks(path)
         _ranks.check_special(ranks, dict(special_tokens), path)
         return ReferenceRankCore(ranks, pattern, dict(special_tokens))
+
+    @staticmethod
+    def loads_tiktoken(text: str, pattern: str, special_tokens: list[tuple[str, int]],
+                       name: str = "<ranks text>") -> ReferenceRankCore:
+        """A ranks model from a ``.tiktoken`` file's text (``dumps_tiktoken``)."""
+        ranks = _ranks.parse_ranks(text, name)
+        _ranks.check_special(ranks, dict(special_tokens), name)
+        return ReferenceRankCore(ranks, pattern, dict(special_tokens))
+
+    def dumps_tiktoken(self) -> str:
+        return "".join(f"{base64.b64encode(self.vocab[i]).decode('ascii')} {i}\n" for i in sorted(self.vocab))
 
     vocab_size = property(lambda self: self._top + 1)
     special_tokens = property(lambda self: dict(self._special))
@@ -236,9 +290,157 @@ class ReferenceRankCore:
         raise ValueError("a tiktoken ranks model has no BoundlessBPE v2 form; use save_tiktoken")
 
     def save_tiktoken(self, path: str) -> None:
-        import base64
-        write_text_atomic(path, "".join(f"{base64.b64encode(self.vocab[i]).decode('ascii')} {i}\n"
-                                        for i in sorted(self.vocab)))
+        write_text_atomic(path, self.dumps_tiktoken())
 
     def dumps(self) -> str:
         raise ValueError("a tiktoken ranks model has no BoundlessBPE v2 form")
+
+    def dumps_ngrams(self) -> str | None:
+        return None
+
+
+class ReferenceCounts:
+    """The pure-Python twin of the core's ``Counts`` (the same methods)."""
+
+    def __init__(self, settings: _ref_countfile.CountSettings, counts: _ref_count.Counts):
+        self.settings, self.counts = settings, counts
+
+    @staticmethod
+    def load(path: str) -> ReferenceCounts:
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            raise FileNotFoundError(f"count file not found: {path}") from None
+        except OSError as exc:
+            raise OSError(f"{path}: cannot be read ({exc})") from None
+        return ReferenceCounts.from_bytes(data, path)
+
+    @staticmethod
+    def from_bytes(data: bytes, name: str) -> ReferenceCounts:
+        try:
+            return ReferenceCounts(*_ref_countfile.from_bytes(data))
+        except ValueError as exc:
+            raise ValueError(f"{name}: {exc}") from None
+
+    def to_bytes(self) -> bytes:
+        return _ref_countfile.to_bytes(self.counts, self.settings)
+
+    @property
+    def pattern(self) -> str:
+        return self.settings.pattern
+
+    @property
+    def script_pattern(self) -> str | None:
+        return self.settings.script_pattern
+
+    @property
+    def scripts(self) -> list[str] | None:
+        return None if self.settings.scripts is None else list(self.settings.scripts)
+
+    @property
+    def merge_pattern(self) -> str:
+        return self.settings.merge_pattern
+
+    @property
+    def with_runs(self) -> bool:
+        return self.settings.with_runs
+
+    @property
+    def documents(self) -> int:
+        return self.counts.documents
+
+    @property
+    def pretokens(self) -> int:
+        return self.counts.pretokens
+
+    @property
+    def num_words(self) -> int:
+        return len(self.counts.words)
+
+    @property
+    def num_runs(self) -> int:
+        return len(self.counts.runs)
+
+    def most_common(self, n: int | None = None) -> list[tuple[str, int]]:
+        order = _ref_countfile.canonical_words(self.counts.words)[:n]
+        return [(w, self.counts.words[w]) for w in order]
+
+    def prune(self, min_count: int) -> ReferenceCounts:
+        return ReferenceCounts(self.settings, _ref_countfile.prune(self.counts, min_count))
+
+
+# -- the module's entry points, named as the Rust core names them ------------------------------
+
+Tokenizer = ReferenceCore
+Counts = ReferenceCounts
+
+
+def pretokenize(text: str, pattern: str, script_pattern: str | None = None,
+                scripts: list[str] | None = None) -> list[str]:
+    return list(_pretok.Pretokenizer(pattern, script_pattern, scripts).pretokenize(text))
+
+
+def _trained(documents: Iterable[str], options: TrainOptions) -> ReferenceCore:
+    stats: dict[str, float] = {}
+    model = _ref_train.train(
+        documents, options["vocab_size"], options["algorithm"], options["supermerges"],
+        pattern=options["pattern"], script_pattern=options["script_pattern"], scripts=options["scripts"],
+        greedy_split=options["greedy_split"], tau=options["tau"], blowup=options["blowup"],
+        progress=options["progress"], stats=stats)  # type: ignore[arg-type]
+    return ReferenceCore(model, training_stats=stats)
+
+
+def train_files(paths: list[str], text_field: str, options: TrainOptions) -> ReferenceCore:
+    return _trained(_inputs.documents_of(paths, None, text_field), options)
+
+
+def train_iter(documents: Iterable[str], options: TrainOptions) -> ReferenceCore:
+    return _trained(documents, options)
+
+
+def train_docs(documents: list[str] | tuple[str, ...], options: TrainOptions) -> tuple[ReferenceCore, int, int]:
+    """:func:`train_iter` on a list of str, with the documents and UTF-8 bytes it read."""
+    tally = _inputs.Tally()
+    impl = train_iter(tally.count("<documents>", documents), options)
+    read, size = tally.inputs["<documents>"]
+    return impl, read, size
+
+
+def train_counts(counts: ReferenceCounts, *, vocab_size: int, algorithm: str, supermerges: int | None,
+                 greedy_split: bool, tau: float, blowup: bool, threads: int | None,
+                 progress: Callable[[str, int, int], object] | None) -> ReferenceCore:
+    settings = _model.Settings(counts.pattern, counts.script_pattern, counts.scripts,
+                               _pretok.MERGE_PATTERN, float(tau), blowup)
+    stats: dict[str, float] = {}
+    model = _ref_train.train_counted(counts.counts, settings, vocab_size, algorithm, supermerges,
+                                     greedy_split=greedy_split, progress=progress,  # type: ignore[arg-type]
+                                     stats=stats)
+    return ReferenceCore(model, training_stats=stats)
+
+
+def _counted(documents: Iterable[str], options: CountOptions) -> ReferenceCounts:
+    pattern, script_pattern, scripts = options["pattern"], options["script_pattern"], options["scripts"]
+    pretokenizer = _pretok.Pretokenizer(pattern, script_pattern, scripts)
+    report = options["progress"] or (lambda stage, done, total: None)
+
+    def counted(n: int) -> None:
+        report("count", n, 0)
+    counts = _ref_count.count_documents(documents, pretokenizer, with_runs=options["runs"], progress=counted)
+    report("count", counts.documents, counts.documents)
+    settings = _ref_countfile.CountSettings(pattern, script_pattern,
+                                            None if scripts is None else tuple(scripts),
+                                            _pretok.MERGE_PATTERN, options["runs"])
+    return ReferenceCounts(settings, counts)
+
+
+def count_files(paths: list[str], text_field: str, options: CountOptions) -> ReferenceCounts:
+    return _counted(_inputs.documents_of(paths, None, text_field), options)
+
+
+def count_iter(documents: Iterable[str], options: CountOptions) -> ReferenceCounts:
+    return _counted(documents, options)
+
+
+def merge_counts(tables: list[ReferenceCounts], names: list[str]) -> ReferenceCounts:
+    return ReferenceCounts(*_ref_countfile.merge([(t.settings, t.counts) for t in tables], names))

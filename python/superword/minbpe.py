@@ -26,7 +26,13 @@ from typing import Any
 
 import regex
 
-from . import _api
+from . import _export
+from ._backend import _check_int, _core_module
+from ._specials import _check_text
+from ._tokenizer import CL100K_PATTERN as _CL100K_PATTERN
+from ._tokenizer import CL100K_SPECIAL as _CL100K_SPECIAL
+from ._tokenizer import Tokenizer as _SuperwordTokenizer
+from .reference.model import write_model, write_text_atomic
 from .reference.pretokenize import compile_pattern as _compile_pattern
 
 
@@ -38,7 +44,7 @@ def _compile_split_pattern(pattern: str, what: str) -> Any:
     ``encode``."""
     compiled = _compile_pattern(pattern, what)
     try:
-        _api._core_module().pretokenize("", pattern)
+        _core_module().pretokenize("", pattern)
     except ValueError as exc:  # (the core's message starts "pattern ...")
         raise ValueError(str(exc) if what == "pattern" else f"{what}: {exc}") from None
     return compiled
@@ -49,7 +55,7 @@ GPT4_SPLIT_PATTERN = (r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{
                       r""" ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+""")
 #: The GPT-2 split pattern of minbpe.
 GPT2_SPLIT_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
-GPT4_SPECIAL_TOKENS = dict(_api.CL100K_SPECIAL)
+GPT4_SPECIAL_TOKENS = dict(_CL100K_SPECIAL)
 
 
 def _render_token(t: bytes) -> str:
@@ -75,15 +81,15 @@ class Tokenizer:
         """Learn ``vocab_size - 256`` merges from ``text`` (fewer if the text runs out of pairs)."""
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, not {type(text).__name__}")
-        vocab_size = _api._check_int("vocab_size", vocab_size)
+        vocab_size = _check_int("vocab_size", vocab_size)
         if vocab_size < 256:
             raise ValueError(f"vocab_size must be at least 256 (the byte tokens), got {vocab_size}")
-        batch_size = _api._check_int("batch_size", batch_size)
+        batch_size = _check_int("batch_size", batch_size)
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         if not text:
             raise ValueError("cannot train on an empty text")
-        _api._check_text(text)
+        _check_text(text)
         num_merges = vocab_size - 256
         vocab = {i: bytes([i]) for i in range(256)}
 
@@ -92,7 +98,7 @@ class Tokenizer:
             print(f"merge {idx - 255}/{num_merges}: ({left}, {right}) -> {idx} ({vocab[idx]!r}) "
                   f"had {count} occurrences")
 
-        merges = _api._core_module().minbpe_train(text, num_merges, self._split_pattern(), batch_size,
+        merges = _core_module().minbpe_train(text, num_merges, self._split_pattern(), batch_size,
                                                   report if verbose else None)
         self.merges = {(a, b): idx for a, b, idx, _, _ in merges}
         #: the pairs each batch-merging round merged together (one per round with batch_size=1)
@@ -117,7 +123,7 @@ class Tokenizer:
             if len(s.split()) != 1 or s.split()[0] != s:
                 raise ValueError(f"special token {s!r} holds whitespace, which minbpe's .model file "
                                  f"cannot hold")
-            i = _api._check_int(f"id of special token {s!r}", i)
+            i = _check_int(f"id of special token {s!r}", i)
             if not 256 <= i < 10**9:
                 raise ValueError(f"id of special token {s!r} must be at least 256 (ids below are the "
                                  f"bytes) and below 10**9, got {i}")
@@ -130,12 +136,12 @@ class Tokenizer:
 
     def encode_ordinary(self, text: str) -> list[int]:
         """Encode ignoring special tokens."""
-        return self._get_encoder().encode_ordinary(_api._check_text(text))
+        return self._get_encoder().encode_ordinary(_check_text(text))
 
     def encode(self, text: str, allowed_special: object = "none_raise") -> list[int]:
         """Encode, handling special tokens as minbpe does: ``"all"``, ``"none"``,
         ``"none_raise"`` (raise if one occurs) or a set of special tokens."""
-        text = _api._check_text(text)
+        text = _check_text(text)
         if allowed_special == "all":
             special = self.special_tokens
         elif allowed_special == "none":
@@ -180,7 +186,6 @@ class Tokenizer:
         lines = ["minbpe v1", self.pattern, str(len(self.special_tokens))]
         lines += [f"{special} {idx}" for special, idx in self.special_tokens.items()]
         lines += [f"{a} {b}" for a, b in self.merges]
-        from .reference.model import write_text_atomic
         write_text_atomic(prefix + ".model", "\n".join(lines) + "\n")
         inverted = {idx: pair for pair, idx in self.merges.items()}
         vocab_lines = []
@@ -252,6 +257,14 @@ class Tokenizer:
         self._encoder = None
         self._after_load()
 
+    # -- pickling -----------------------------------------------------------------------------------
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Everything but the compiled encoder, which the copy builds again when it encodes."""
+        state = dict(self.__dict__)
+        state["_encoder"] = None
+        return state
+
     # -- internals ----------------------------------------------------------------------------------
 
     def _split_pattern(self) -> str | None:
@@ -270,7 +283,7 @@ class Tokenizer:
 
     def _get_encoder(self):
         if self._encoder is None:
-            self._encoder = _api._core_module().MinbpeEncoder(list(self.merges.items()),
+            self._encoder = _core_module().MinbpeEncoder(list(self.merges.items()),
                                                               self._split_pattern())
         return self._encoder
 
@@ -308,9 +321,9 @@ class GPT4Tokenizer(RegexTokenizer):
     ``merges`` is empty here; ``vocab`` maps every rank to its bytes."""
 
     def __init__(self, ranks_path: str | os.PathLike[str] | None = None) -> None:
-        super().__init__(pattern=_api.CL100K_PATTERN)
+        super().__init__(pattern=_CL100K_PATTERN)
         path = _default_ranks_path() if ranks_path is None else os.fspath(ranks_path)
-        self._ranks = _api.Tokenizer.from_tiktoken(path, _api.CL100K_PATTERN, GPT4_SPECIAL_TOKENS)
+        self._ranks = _SuperwordTokenizer.from_tiktoken(path, _CL100K_PATTERN, GPT4_SPECIAL_TOKENS)
         self.special_tokens = dict(GPT4_SPECIAL_TOKENS)
         self.inverse_special_tokens = {v: k for k, v in self.special_tokens.items()}
         self.vocab = {i: raw for i, raw, _ in self._ranks}
@@ -332,11 +345,10 @@ class GPT4Tokenizer(RegexTokenizer):
         raise NotImplementedError("GPT4Tokenizer is read from its ranks file; nothing to load")
 
 
-def from_superword(tok: _api.Tokenizer) -> RegexTokenizer:
+def from_superword(tok: _SuperwordTokenizer) -> RegexTokenizer:
     """The minbpe ``RegexTokenizer`` that cuts every text into the same tokens as ``tok``, a
     plain BPE model with simple pre-tokenization.  Ids differ: minbpe numbers the 256 bytes
     first, then one id per merge (``superword._export`` explains when a model is refused)."""
-    from . import _export
     merges, pattern = _export.minbpe_from_model(_export.model_of(tok))
     out = RegexTokenizer(pattern)
     out.merges = merges
@@ -344,20 +356,18 @@ def from_superword(tok: _api.Tokenizer) -> RegexTokenizer:
     return out
 
 
-def to_superword(tok: Tokenizer, backend: str | None = None) -> _api.Tokenizer:
+def to_superword(tok: Tokenizer, backend: str | None = None) -> _SuperwordTokenizer:
     """The superword word model that cuts every text into the same tokens as the minbpe
     ``tok`` (``BasicTokenizer``: the whole text is one chunk).  Ids are superword's (243 byte
     tokens, then one per merge); special tokens are registered after the vocabulary, so they
     get new ids too.  ``GPT4Tokenizer`` is cl100k_base: use ``Tokenizer.from_tiktoken``."""
-    from . import _export
-    from .reference.model import write_model
     if isinstance(tok, GPT4Tokenizer):
         raise ValueError("GPT4Tokenizer encodes with cl100k_base ranks, not minbpe merges; use "
                          "superword.Tokenizer.from_tiktoken(path, CL100K_PATTERN, CL100K_SPECIAL)")
     model = _export.model_from_minbpe(tok.merges, tok.pattern)
     with _export.temporary_file("", ".model") as path:
         write_model(model, path)
-        out = _api.Tokenizer.load(path, backend=backend)
+        out = _SuperwordTokenizer.load(path, backend=backend)
     if tok.special_tokens:
         out.register_special_tokens(sorted(tok.special_tokens, key=tok.special_tokens.__getitem__))
     return out

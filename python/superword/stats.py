@@ -14,7 +14,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ._api import Tokenizer
+from ._open import open_tokenizer
+from ._tokenizer import Tokenizer
 from .reference import model as _model
 
 #: Rényi entropy order of the efficiency measure (Zouhar et al., 2023, "Tokenization and the
@@ -37,16 +38,17 @@ METRICS: list[tuple[str, str, str | None]] = [
 ]
 
 
-def _as_tokenizer(model: Tokenizer | str | os.PathLike[str]) -> tuple[str, Tokenizer]:
+def _as_tokenizer(model: Any) -> tuple[str, Tokenizer]:
     if isinstance(model, Tokenizer):
         return model.kind, model
-    return os.fspath(model), Tokenizer.load(model)
+    return os.fspath(model), open_tokenizer(model)
 
 
-def evaluate(models: Sequence[Tokenizer | str | os.PathLike[str]], texts: Iterable[str],
+def evaluate(models: Sequence[Any], texts: Iterable[str],
              names: Sequence[str] | None = None) -> list[dict[str, Any]]:
-    """Encode the same ``texts`` with each model and measure the result; one dict per model
-    (JSON-ready): the keys of :data:`METRICS`, plus ``name``, ``kind``, ``vocab_size``,
+    """Encode the same ``texts`` with each model (a :class:`Tokenizer`, or any spec that
+    :func:`superword.open_tokenizer` takes, such as ``"cl100k_base"``) and measure the result;
+    one dict per model (JSON-ready): the keys of :data:`METRICS`, plus ``name``, ``kind``, ``vocab_size``,
     ``supermerges``, ``documents``, ``bytes``, ``characters``, ``words`` and
     ``length_histogram`` (output token length in bytes -> number of tokens).
 

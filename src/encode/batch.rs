@@ -41,6 +41,12 @@ static SPARE: Mutex<Vec<Vec<TokenId>>> = Mutex::new(Vec::new());
 /// batch keeps at most this much after it).
 const SPARE_BYTES: usize = 32 << 20;
 
+/// The kept buffers' lock, held across a `fork` (see [`crate::threads::hold_for_fork`]) so
+/// that the child never inherits it held by a thread it does not have.
+pub fn hold_for_fork() -> std::sync::MutexGuard<'static, Vec<Vec<TokenId>>> {
+    SPARE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// An empty id buffer for about `want` ids: a kept one when there is one.
 fn take_buffer(want: usize) -> Vec<TokenId> {
     let spare = SPARE.lock().unwrap_or_else(|e| e.into_inner()).pop();

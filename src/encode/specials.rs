@@ -76,12 +76,18 @@ impl Specials {
             return Ok(Allowed(None));
         }
         // (a poisoned lock only means a thread panicked while holding it: the list is whole)
-        let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(i) = kept.iter().position(|a| a.names == names) {
-            let automaton = kept.remove(i);
-            kept.push(automaton.clone());
-            return Ok(Allowed(Some(automaton)));
+        let lock = || self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        {
+            let mut kept = lock();
+            if let Some(i) = kept.iter().position(|a| a.names == names) {
+                let automaton = kept.remove(i);
+                kept.push(automaton.clone());
+                return Ok(Allowed(Some(automaton)));
+            }
         }
+        // built with the lock released: building for many tokens takes a while, and a
+        // process forked meanwhile must not inherit a held lock (two threads may both build;
+        // either automaton is right)
         let wanted: FxHashSet<&str> = names.iter().map(String::as_str).collect();
         // an empty token would match everywhere and cut nothing; none can be registered
         let (patterns, ids): (Vec<&str>, Vec<TokenId>) = self
@@ -103,6 +109,7 @@ impl Specials {
             names: names.to_vec(),
             found,
         });
+        let mut kept = lock();
         if kept.len() >= KEPT {
             kept.remove(0);
         }

@@ -341,6 +341,63 @@ fn _panic_for_test() -> PyResult<()> {
     guard(|| -> Result<(), Error> { panic!("deliberate panic for the test suite") })
 }
 
+// forks: what Python's `os.register_at_fork` runs (registered when the module loads)
+
+/// The locks held across a fork, by the thread that forks (see [`_before_fork`]).
+type ForkHolds = (
+    crate::threads::ForkHold,
+    std::sync::MutexGuard<'static, Vec<Vec<crate::tokens::TokenId>>>,
+);
+
+thread_local! {
+    static FORK_HOLDS: std::cell::RefCell<Option<ForkHolds>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Before a fork: take the process-wide locks that threads working without the GIL hold for
+/// a moment (the kept thread pools, the kept id buffers), so that the child does not inherit
+/// one held by a thread it does not have.  Their holders never wait for the GIL, which the
+/// forking thread holds, so this waits a moment at most.
+#[pyfunction]
+fn _before_fork() {
+    let holds = (
+        crate::threads::hold_for_fork(),
+        crate::encode::batch::hold_for_fork(),
+    );
+    FORK_HOLDS.with(|h| *h.borrow_mut() = Some(holds));
+}
+
+/// After a fork, in the parent: let go of the locks.
+#[pyfunction]
+fn _after_fork_in_parent() {
+    FORK_HOLDS.with(|h| drop(h.borrow_mut().take()));
+}
+
+/// After a fork, in the child: forget the parent's thread pools (their threads are not in the
+/// child; the next parallel call starts new ones), then let go of the locks.
+#[pyfunction]
+fn _after_fork_in_child() {
+    if let Some((pools, spare)) = FORK_HOLDS.with(|h| h.borrow_mut().take()) {
+        pools.release_in_child();
+        drop(spare);
+    }
+}
+
+/// Register [`_before_fork`] and the two after-fork handlers with `os.register_at_fork`, so
+/// that a child made by `os.fork` or a fork-mode `multiprocessing` pool gets working pools.
+fn register_fork_handlers(m: &Bound<'_, pyo3::types::PyModule>) -> PyResult<()> {
+    use pyo3::types::PyDict;
+    let py = m.py();
+    let os = py.import("os")?;
+    if os.hasattr("register_at_fork")? {
+        let handlers = PyDict::new(py);
+        handlers.set_item("before", m.getattr("_before_fork")?)?;
+        handlers.set_item("after_in_parent", m.getattr("_after_fork_in_parent")?)?;
+        handlers.set_item("after_in_child", m.getattr("_after_fork_in_child")?)?;
+        os.call_method("register_at_fork", (), Some(&handlers))?;
+    }
+    Ok(())
+}
+
 /// Version of the compiled core (must equal the Python package's `__version__`).
 #[pyfunction]
 fn version() -> &'static str {
@@ -352,8 +409,16 @@ mod _core {
     #[pymodule_export]
     use super::counts::{count_files, count_iter, merge_counts, train_counts, PyCounts};
     #[pymodule_export]
+    use super::{_after_fork_in_child, _after_fork_in_parent, _before_fork};
+    #[pymodule_export]
     use super::{
         _panic_for_test, char_class_table, minbpe_train, pretokenize, script_names, script_table, train_docs,
         train_files, train_iter, version, PyMinbpeEncoder, PyTokenizer,
     };
+
+    /// Registers the fork handlers with Python (see [`super::register_fork_handlers`]).
+    #[pymodule_init]
+    fn init(m: &pyo3::Bound<'_, pyo3::types::PyModule>) -> pyo3::PyResult<()> {
+        super::register_fork_handlers(m)
+    }
 }

@@ -111,6 +111,47 @@ impl PyTokenizer {
         Ok(PyTokenizer::new(tokenizer, Stats::new()))
     }
 
+    /// A model from a model file's text and its n-gram sidecar's (as `dumps` and
+    /// `dumps_ngrams` give them); `name` names them in errors.
+    #[staticmethod]
+    #[pyo3(signature = (text, ngrams=None, greedy_split=false, name="<model text>".to_string()))]
+    fn loads(
+        py: Python<'_>,
+        text: String,
+        ngrams: Option<String>,
+        greedy_split: bool,
+        name: String,
+    ) -> PyResult<Self> {
+        let tokenizer =
+            py.detach(|| guard(|| Tokenizer::loads(&text, ngrams.as_deref(), greedy_split, &name)))?;
+        Ok(PyTokenizer::new(tokenizer, Stats::new()))
+    }
+
+    /// A ranks model from a `.tiktoken` file's text (as `dumps_tiktoken` gives it).
+    #[staticmethod]
+    #[pyo3(signature = (text, pattern, special_tokens, name="<ranks text>".to_string()))]
+    fn loads_tiktoken(
+        py: Python<'_>,
+        text: String,
+        pattern: String,
+        special_tokens: Vec<(String, u32)>,
+        name: String,
+    ) -> PyResult<Self> {
+        let tokenizer =
+            py.detach(|| guard(|| Tokenizer::loads_tiktoken(&text, pattern, special_tokens, &name)))?;
+        Ok(PyTokenizer::new(tokenizer, Stats::new()))
+    }
+
+    /// The `.tiktoken` text of the vocabulary (rank = id).
+    fn dumps_tiktoken(&self) -> PyResult<String> {
+        Ok(self.current().dumps_tiktoken()?)
+    }
+
+    #[getter]
+    fn greedy_split(&self) -> bool {
+        self.current().greedy_split()
+    }
+
     fn encode_ordinary<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyList>> {
         let current = self.current();
         let ids = py.detach(|| guard(|| current.encoder().encode_ordinary(text)))?;
@@ -264,7 +305,7 @@ impl PyTokenizer {
     /// Add special tokens with the next free ids; safe while other threads encode (see
     /// [`Shared`]).
     fn register_special_tokens(&self, py: Python<'_>, tokens: Vec<String>) -> PyResult<()> {
-        py.detach(|| guard(|| self.state.update(|t| t.with_special_tokens(tokens))))
+        py.detach(|| guard(|| self.state.update(|t| t.with_special_tokens(tokens.clone()))))
     }
 
     fn __repr__(&self) -> String {

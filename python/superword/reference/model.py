@@ -13,6 +13,7 @@ model, named :func:`ngrams_path` (``<model file>.ngrams``).
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import stat
@@ -199,6 +200,18 @@ class _Lines:
 
     def error(self, message: str) -> ValueError:
         return ValueError(f"{self.name}, line {self.number}: {message}")
+
+
+def loads(text: str, name: str) -> Model:
+    """A model from the text of a BoundlessBPE v2 file; ``name`` names it in errors."""
+    return _read(_Lines(io.StringIO(text, newline="\n"), name))
+
+
+def loads_ngrams(text: str, name: str) -> list[tuple[bytes, ...]]:
+    """An n-gram table from the text of a sidecar; ``name`` names it in errors."""
+    lines = _Lines(io.StringIO(text, newline="\n"), name)
+    lines.expect(NGRAMS_HEADER)
+    return _read_ngram_lines(lines)
 
 
 def read_model(path: str | os.PathLike[str]) -> Model:

@@ -17,16 +17,22 @@ import os
 def read_ranks(path: str | os.PathLike[str]) -> dict[bytes, int]:
     """Parse a ``.tiktoken`` file; a bad line raises ``ValueError`` naming it."""
     name = os.fspath(path)
-    ranks: dict[bytes, int] = {}
-    seen: set[int] = set()
-    top = (0, 0)  # the largest rank and its line
     try:
         with open(name, encoding="utf-8") as f:
-            lines = f.read().splitlines()
+            text = f.read()
     except UnicodeDecodeError:
         raise ValueError(f"{name}: not a ranks file (invalid UTF-8)") from None
     except FileNotFoundError:
         raise FileNotFoundError(f"ranks file not found: {name}") from None
+    return parse_ranks(text, name)
+
+
+def parse_ranks(text: str, name: str) -> dict[bytes, int]:
+    """Parse the text of a ``.tiktoken`` file; ``name`` names it in errors."""
+    ranks: dict[bytes, int] = {}
+    seen: set[int] = set()
+    top = (0, 0)  # the largest rank and its line
+    lines = text.splitlines()
     for number, line in enumerate(lines, start=1):
         if not line:
             continue
