@@ -56,6 +56,7 @@ from collections.abc import Iterable, Iterator
 from importlib import resources
 from typing import Any
 
+from . import _hf_folder
 from ._specials import _check_special_overlaps, _lone_surrogate
 from .reference import model as _model
 from .reference.merging import Merge
@@ -491,7 +492,6 @@ def save_hf(tok: Any, directory: str | os.PathLike[str], overwrite: bool = False
     config = _config(model, named, model_max_length)
     exact = {}
     if model.kind != "word":
-        from . import _hf_folder
         config.update(_hf_folder.config_entries())
         # (the loop below ends every file with one newline)
         exact = {_hf_folder.MODEL_FILE: tok.model_text().removesuffix("\n"),

@@ -21,6 +21,8 @@ import os
 from importlib import resources
 from typing import Any
 
+from ._version import __version__
+
 #: The model file of a folder (``SuperwordTokenizer.vocab_files_names``).
 MODEL_FILE = "superword.model"
 #: The code file ``auto_map`` names; its text is :func:`code_text`.
@@ -48,7 +50,6 @@ def check_format(value: Any, where: str) -> None:
     if value is None or (type(value) is int and value == FORMAT):
         return
     if type(value) is int and value > FORMAT:
-        from . import __version__
         raise ValueError(f"{where}: {FORMAT_KEY} is {value}: this folder was written by a later superword; "
                          f"superword {__version__} reads format {FORMAT} (upgrade superword to load it)")
     raise ValueError(f"{where}: {FORMAT_KEY} must be the integer {FORMAT}, got {value!r}")

@@ -56,6 +56,7 @@ from typing import Any, Literal
 
 try:
     from transformers import AutoTokenizer, PretrainedConfig, PreTrainedTokenizer
+    from transformers.tokenization_python import Trie
     from transformers.tokenization_utils_base import BatchEncoding, PaddingStrategy, TruncationStrategy
 except ImportError as exc:  # say which extra provides it
     raise ImportError(f"superword.hf needs transformers 5 or later: pip install 'superword[hf]' ({exc})") from exc
@@ -63,6 +64,7 @@ except ImportError as exc:  # say which extra provides it
 from . import _hf_folder
 from ._api import Tokenizer
 from ._hf_folder import CODE_FILE, MODEL_FILE
+from ._version import __version__
 from .reference.tokens import CHAR_TO_BYTE, render
 
 _ROLES = ("bos_token", "eos_token", "pad_token", "unk_token")
@@ -121,7 +123,6 @@ class SuperwordTokenizer(PreTrainedTokenizer):
     def __setstate__(self, state: dict[str, Any]) -> None:
         found = state.get(_PICKLE_KEY)
         if found != PICKLE_FORMAT:
-            from . import __version__
             raise ValueError(f"this pickle of a SuperwordTokenizer has state format {found!r}; superword "
                              f"{__version__} reads format {PICKLE_FORMAT} (pickles do not travel between "
                              f"superword versions: save_pretrained a folder instead)")
@@ -129,7 +130,6 @@ class SuperwordTokenizer(PreTrainedTokenizer):
         del state[_PICKLE_KEY]
         self.__dict__.update(state)
         self._build_tables()
-        from transformers.tokenization_python import Trie
         self.tokens_trie = Trie()
         self._update_trie()
 
