@@ -81,13 +81,17 @@ def platform_is_uploadable(platform: str) -> bool:
     return all(not tag.startswith("linux_") for tag in platform.split("."))
 
 
-def inspect_wheel(wheel: Path) -> str:
-    """Check the wheel's name, tags and contents; return its version."""
+def inspect_wheel(wheel: Path, allow_local_tag: bool = False) -> str:
+    """Check the wheel's name, tags and contents; return its version.  ``allow_local_tag``
+    accepts a plain ``linux_*`` platform tag (a wheel pip built for this machine only)."""
     version, py_tag, abi_tag, platform = wheel_tags(wheel.name)
     print(f"wheel {wheel.name}: {wheel.stat().st_size / 1e6:.2f} MB", flush=True)
     check(py_tag == "cp310" and abi_tag == "abi3", "tags cp310-abi3: one wheel for CPython 3.10 and newer",
           f"{py_tag}-{abi_tag}")
-    check(platform_is_uploadable(platform), f"platform tag {platform} is one PyPI accepts")
+    if allow_local_tag and not platform_is_uploadable(platform):
+        print(f"--  platform tag {platform}: for this machine only (--allow-local-tag)", flush=True)
+    else:
+        check(platform_is_uploadable(platform), f"platform tag {platform} is one PyPI accepts")
     with zipfile.ZipFile(wheel) as zf:
         names = zf.namelist()
         info = f"superword-{version}.dist-info"
@@ -286,6 +290,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="interpreter that makes the venv (default: this one); any CPython >= 3.10")
     parser.add_argument("--find-links", metavar="DIR", help="look for regex in DIR too (passed to pip)")
     parser.add_argument("--no-index", action="store_true", help="do not ask PyPI (with --find-links: offline)")
+    parser.add_argument("--allow-local-tag", action="store_true",
+                        help="accept a linux_* platform tag (a wheel pip built from the sdist for this machine)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder and print where it is")
     parser.add_argument("--inside", metavar="WORK", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--expect-version", help=argparse.SUPPRESS)
@@ -301,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
             wheel = build_wheel(temp / "dist") if args.build else args.wheel.resolve()
             if not wheel.is_file():
                 raise SmokeFailure(f"{wheel}: no such wheel")
-            version = inspect_wheel(wheel)
+            version = inspect_wheel(wheel, args.allow_local_tag)
             scripts, interpreter = make_venv(args.python, temp / "venv")
             env = clean_environment(scripts)
             show_no_rust(env)
