@@ -255,7 +255,7 @@ _NOTHING = ("every match must hold at least one character; change the alternativ
 
 
 def refuse_empty_matches(compiled: regex.Pattern[str], what: str) -> None:
-    """Refuse a pattern that matches the empty string in an empty text or at a character of
+    r"""Refuse a pattern that matches the empty string in an empty text or at a character of
     :data:`PROBE`, wherever the pattern comes in (``pattern=``, model, count, minbpe,
     ``.tiktoken`` and ``tokenizer.json`` files): a door that never pre-tokenizes (training on
     a count file) must refuse it too.
