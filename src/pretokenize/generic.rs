@@ -294,7 +294,10 @@ mod tests {
             (r"[A-Za-z]+|(?=\d)|\s|\W|\d", "at character 4 "),
         ] {
             let e = Generic::new(p, "pattern").err().expect(p).to_string();
-            assert!(e.starts_with("pattern matches the empty string") && e.contains(says), "{p}: {e}");
+            assert!(
+                e.starts_with("pattern matches the empty string") && e.contains(says),
+                "{p}: {e}"
+            );
         }
     }
 
