@@ -17,3 +17,4 @@ def test_twenty_seconds_of_fuzzing_find_no_crash_hang_or_blow_up():
     rows = [line.split() for line in out.stdout.splitlines()[1:7]]
     assert [r[0] for r in rows] == ["v2", "minbpe", "tiktoken", "hf", "counts", "sidecar"]
     assert all(int(r[1]) + int(r[2]) > 0 for r in rows), out.stdout  # every format was tried
+    print(out.stdout)

@@ -7,8 +7,9 @@ case runs in a worker process under an address-space limit; a case ends in one o
 
 * ``ok`` (loaded, round trip exact) or ``refused`` (``ValueError`` / ``OSError``, the
   reader's answer to a bad file);
-* ``crash``: another exception, a failed round trip, or the worker killed by a signal (an
-  abort from Rust, a segfault);
+* ``round-trip``: loaded, but ``decode(encode(text))`` is not the text;
+* ``crash``: another exception, or the worker killed by a signal (an abort from Rust, a
+  segfault);
 * ``hang``: no answer within the time limit;
 * ``memory``: ``MemoryError``, or the worker killed while the limit was in force.
 

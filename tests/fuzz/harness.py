@@ -16,7 +16,7 @@ from collections import Counter
 
 FORMATS = ("v2", "minbpe", "tiktoken", "hf", "counts", "sidecar")
 BACKENDS = ("rust", "reference")
-CLASSES = ("ok", "refused", "crash", "hang", "memory")
+CLASSES = ("ok", "refused", "round-trip", "crash", "hang", "memory")
 DOCS = ["the cat sat on the mat", "the dog sat on the log", "今日は良い天気です",
         "naïve café, x\u0301 🙂!"] * 4
 
@@ -153,7 +153,7 @@ def run(seconds: float, seed: int, keep: str | None, memory: int, timeout: float
                 case["model"] = base64.b64encode(model).decode()
             cls, detail = worker.ask(case, timeout)
             table[(fmt, cls)] += 1
-            if cls in ("crash", "hang", "memory") and (fmt, cls) not in found:
+            if cls not in ("ok", "refused") and (fmt, cls) not in found:
                 found[(fmt, cls)] = detail
                 if keep:
                     os.makedirs(keep, exist_ok=True)
@@ -161,9 +161,9 @@ def run(seconds: float, seed: int, keep: str | None, memory: int, timeout: float
                         f.write(data)
     finally:
         worker.stop()
-    print(f"{'format':10}" + "".join(f"{c:>9}" for c in CLASSES))
+    print(f"{'format':10}" + "".join(f"{c:>11}" for c in CLASSES))
     for fmt in FORMATS:
-        print(f"{fmt:10}" + "".join(f"{table[(fmt, c)]:>9}" for c in CLASSES))
+        print(f"{fmt:10}" + "".join(f"{table[(fmt, c)]:>11}" for c in CLASSES))
     for (fmt, cls), detail in sorted(found.items()):
         print(f"first {cls} in {fmt}: {detail}")
     return table

@@ -74,7 +74,7 @@ def serve() -> None:
         model = base64.b64decode(case["model"]) if case.get("model") else None
         try:
             problem = attempt(case["format"], case["backend"], data, folder, model)
-            answer = {"class": "ok"} if problem is None else {"class": "crash", "detail": problem}
+            answer = {"class": "ok"} if problem is None else {"class": "round-trip", "detail": problem}
         except (ValueError, OSError) as exc:
             answer = {"class": "refused", "detail": str(exc)[:200]}
         except MemoryError as exc:
