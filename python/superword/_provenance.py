@@ -156,6 +156,8 @@ def schema_problem(record: dict[str, Any]) -> str | None:
     for i, entry in enumerate(inputs):
         if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
             return f"input {i} is not an object with a 'name' string"
+        if "bytes" not in entry:  # (read as entry["bytes"]; None when not known)
+            return f"input {i} has no 'bytes'"
         for key in ("bytes", "documents", "file_bytes"):
             if entry.get(key) is not None and not (isinstance(entry[key], int)
                                                    and not isinstance(entry[key], bool)):
