@@ -804,7 +804,17 @@ def _show_warning(message: Warning | str, category: type[Warning], *_: Any, **__
     print(f"superword: warning: {message}", file=sys.stderr)
 
 
+def _printable_streams() -> None:
+    """Characters the terminal's encoding lacks (Windows pipes are cp1252 unless Python runs in
+    UTF-8 mode; the visible space ``␣`` is not in it) are printed as escapes, not an error."""
+    for stream in (sys.stdout, sys.stderr):
+        encoding = (getattr(stream, "encoding", None) or "utf-8").lower().replace("-", "").replace("_", "")
+        if encoding != "utf8" and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    _printable_streams()
     args = _parser().parse_args(argv)
     commands = {"train": _train, "count": _count, "merge-counts": _merge_counts, "encode": _encode,
                 "stats": _stats, "compare": _stats, "plot": _plot, "vocab": _vocab, "export": _export}

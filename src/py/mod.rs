@@ -30,6 +30,7 @@ impl From<Error> for PyErr {
             Error::NotFound(m) => PyFileNotFoundError::new_err(m),
             Error::Io(m) => PyOSError::new_err(m),
             Error::Runtime(m) => PyRuntimeError::new_err(m),
+            Error::Memory(m) => pyo3::exceptions::PyMemoryError::new_err(m),
             Error::Interrupted => PyKeyboardInterrupt::new_err("training interrupted"),
         }
     }
