@@ -56,9 +56,12 @@ from collections.abc import Iterable, Iterator
 from importlib import resources
 from typing import Any
 
+import regex
+
 from . import _hf_folder
 from ._specials import _check_special_overlaps, _lone_surrogate
 from .reference import model as _model
+from .reference.encode import Encoder, pretokenizer_for
 from .reference.merging import Merge
 from .reference.pretokenize import GPT4O, SCRIPT_SPECIFIC_GPT4O
 from .reference.tokens import CHAR_TO_BYTE, render
@@ -282,7 +285,6 @@ def word_joins(model: _model.Model) -> dict[str, set[str]]:
     reachable word tokens count (a pretoken with that text becomes that one token), which
     every part of a trained model's supermerge is.  A seam between two words that no
     supermerge joins is never crossed by our encoding."""
-    from .reference.encode import Encoder, pretokenizer_for
     encoder = Encoder(model)
     pretokens = pretokenizer_for(model).pretokenize
     joins: dict[str, set[str]] = {}
@@ -362,7 +364,6 @@ def _coarse(joins: dict[str, set[str]], word_letters: list[tuple[int, int]],
     join when both are words of the table.  Joining a seam that no supermerge joins changes
     nothing for ``tokenizers`` and seldom anything for tiktoken (see ``docs/exports.md``).
     A word whose text the word alternatives do not match as one pretoken is left out."""
-    import regex
     first_cut = regex.compile("|".join(_from_oniguruma(explicit_classes(w), "<pattern>") for w in words))
     script_word = None
     if script_letters:
