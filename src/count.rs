@@ -32,12 +32,12 @@
 
 use rayon::prelude::*;
 
+use crate::control::Control;
 use crate::error::{Error, Result};
 use crate::input::{Batch, Documents};
 use crate::pretokenize::classes::{bits, L};
 use crate::pretokenize::Pretokenizer;
 use crate::seqs::{SeqCounter, SeqList, FLAG};
-use crate::train::Control;
 
 use crate::key::{ByteMap, Probe};
 

@@ -12,13 +12,14 @@ use pyo3::exceptions::{PyFileNotFoundError, PyKeyboardInterrupt, PyOSError, PyRu
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyIterator};
 
+use crate::control::Control;
 use crate::error::Error;
 use crate::input::{take_batch, Batches, Documents, Files};
 use crate::minbpe::{MergeRow, MinMerge, MinbpeEncoder};
 use crate::pretokenize::Pretokenizer;
 use crate::threads::{pool, Watch};
 use crate::tokenizer::Tokenizer;
-use crate::train::{bpe::Picky, Config, Control};
+use crate::train::{bpe::Picky, Config};
 use tokenizer::PyTokenizer;
 
 // errors, progress and Ctrl-C

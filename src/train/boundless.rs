@@ -29,7 +29,7 @@
 use super::bpe::WordModel;
 use super::candidates::CutCandidates;
 use super::merging::{MergeState, TrainMerge};
-use super::Control;
+use crate::control::Control;
 use crate::error::Result;
 use crate::tokens::{TokenId, Vocab, BASE_VOCAB};
 
@@ -181,9 +181,9 @@ fn train_floored(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::control::Silent;
     use crate::train::candidates::CutCandidates;
     use crate::train::candidates::{cut, Candidates, Cutting, Threshold};
-    use crate::train::Silent;
     use rustc_hash::FxHashMap;
 
     fn same(a: &Boundless, b: &Boundless) -> bool {

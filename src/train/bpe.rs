@@ -4,7 +4,7 @@
 use rustc_hash::FxHashMap;
 
 use super::merging::{MergeState, TrainMerge};
-use super::Control;
+use crate::control::Control;
 use crate::error::Result;
 use crate::tokens::{byte_id, Pair, TokenId, Vocab, BASE_VOCAB};
 
@@ -194,7 +194,7 @@ pub fn train_words(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::train::Silent;
+    use crate::control::Silent;
 
     type Trained = (Vec<TrainMerge>, Vec<(usize, TokenId)>, Vec<Vec<u8>>, Vec<u64>);
 

@@ -449,33 +449,21 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
+use crate::control::Control;
 use crate::count::{count_documents, Counts};
 use crate::encode::Encoder;
 use crate::error::{Error, Result};
 use crate::input::Documents;
-use crate::model::{ByteStrings, Deletion, Kind, Merge, Merges, Model, Settings};
+use crate::model::{Deletion, Kind, Merge, Merges, Model, Settings};
 use crate::pretokenize::{Pretokenizer, MERGE_PATTERN};
-use crate::tokens::{TokenId, Vocab};
+use crate::tokens::ngram::MAX_NGRAM;
+use crate::tokens::{ByteStrings, TokenId, Vocab};
 use boundless::{train_boundless, Boundless};
 use bpe::{train_words, Picky, WordModel};
 use candidates::{cut, cut_runs, flat_candidates, supermerge_candidates, CutCandidates, Cutting, Threshold};
 use merging::TrainMerge;
-use ngram::{frequent_ngrams, greedy_split, MAX_NGRAM, MIN_COUNT_FLOOR};
+use ngram::{frequent_ngrams, greedy_split, MIN_COUNT_FLOOR};
 use superbpe::{train_superbpe, SuperCandidates};
-
-/// Progress and interruption: called between units of work.  `Err` stops the work (Ctrl-C).
-pub trait Control: Sync {
-    fn progress(&self, stage: &str, done: u64, total: u64) -> Result<()>;
-}
-
-/// No progress output, never interrupted.
-pub struct Silent;
-
-impl Control for Silent {
-    fn progress(&self, _: &str, _: u64, _: u64) -> Result<()> {
-        Ok(())
-    }
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Algorithm {
@@ -831,6 +819,7 @@ enum Stage3 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::control::Silent;
     use crate::pretokenize::GPT4O;
     use crate::tokens::BASE_VOCAB;
 

@@ -18,7 +18,7 @@
 
 use super::candidates::{cut, Candidates, CutCandidates, Cutting, FlatCandidates, Threshold};
 use super::merging::{MergeState, TrainMerge};
-use super::Control;
+use crate::control::Control;
 use crate::error::Result;
 use crate::tokens::{TokenId, Vocab};
 
@@ -147,8 +147,8 @@ pub fn train_superbpe(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::control::Silent;
     use crate::train::candidates::{flat_candidates, random_runs, supermerge_candidates};
-    use crate::train::Silent;
     use rustc_hash::FxHashMap;
 
     #[test]
