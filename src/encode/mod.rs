@@ -331,7 +331,7 @@ impl Encoder {
     /// time did not move (runs of common words between punctuation rarely repeat exactly);
     /// `supermerge` itself is about 15 % of samples there.
     ///
-    /// What step 4 costs, and what it would have to cost (issue 12 asks for a BoundlessBPE
+    /// What step 4 costs, and what it would have to cost (the target is a BoundlessBPE
     /// model at 0.8x the speed of its word model).  The 32K BoundlessBPE model above, on
     /// 1 MB of its text: 30,581 runs of two or more, 4.05 tokens long on average, with 1.4
     /// supermerges per run; 93,290 adjacent pairs, of which 85,030 pass `super_part`'s bits

@@ -15,7 +15,7 @@ pub type Pair = (TokenId, TokenId);
 /// Token bytes by id, and the reverse map.  Byte tokens come first (SPEC 2.2).
 ///
 /// The bytes lie back to back in one array, and the reverse map is a table of ids hashed by
-/// their bytes.  (Round 10: a box of bytes per token, and another as the key of a hash map
+/// their bytes.  (A box of bytes per token, and another as the key of a hash map
 /// from bytes to ids, were two allocations and two hashes of the bytes per merge; adding a
 /// token was 2.4-2.8 M instructions of a small training's phase 1, taylorswift.txt at 5,000.)
 #[derive(Clone)]
@@ -34,7 +34,7 @@ pub struct Vocab {
 /// tokens by bytes whenever the keys differ (a zero pad stands where the shorter token ended,
 /// and the shorter sorts first).  Equal keys fall back to comparing the bytes.  Kept by
 /// [`Vocab`] for every token: the merge loop's heap makes two for each entry it pushes
-/// (Round 10: made from the bytes each time, they were a third of a push).
+/// (Made from the bytes each time, they were a third of a push).
 #[inline]
 pub fn prefix_key(bytes: &[u8]) -> u64 {
     let mut k = [0u8; 8];
@@ -181,7 +181,7 @@ impl Vocab {
 
 /// Byte strings back to back in one vector, by index: a model's tokens, its merges' halves.
 ///
-/// (Round 12: a `Vec<u8>` per token and two per merge were ~14,500 allocations for a model
+/// (A `Vec<u8>` per token and two per merge were ~14,500 allocations for a model
 /// of 5,000 tokens, made after training and freed with the tokenizer.  Taylorswift.txt at
 /// 5,000, a whole `superword.train` call and the drop: BPE 51.8 -> 50.1 M instructions,
 /// BoundlessBPE 62.4 -> 60.9 M, SuperBPE 59.4 -> 57.9 M.  Tried and dropped: `Vocab` keeping

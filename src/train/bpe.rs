@@ -98,7 +98,7 @@ pub fn train_words(
         // once, and a training that stops above that count never needs them.  A merge that
         // makes bytes known already counts its token's pairs again (see `with_floor`); none
         // did in BPE on 5 MB of Gutenberg at 8,192 and 32,768, nor on the multilingual
-        // samples at 8,000.  (Round 11, three trainings of taylorswift.txt at 5,000, whose
+        // samples at 8,000.  (Three trainings of taylorswift.txt at 5,000, whose
         // last merges count 2: phase 1 113.8 -> 112.5 M instructions; BPE's phase 1
         // 4.69-4.73 -> 4.55-4.63 ms, medians of 21, three interleaved runs.)
         state = state.with_floor(1, &vocab);

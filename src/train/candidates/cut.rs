@@ -62,7 +62,7 @@ pub(super) fn pair_key(a: TokenId, b: TokenId) -> u64 {
 pub(super) const FILTER_BITS: u32 = 20;
 
 /// The filter's size for `source`: 2**[`FILTER_BITS`] counters, or fewer for a small source,
-/// at least four per token (so per pair occurrence).  (Round 10: the 4 MB filter was zeroed
+/// at least four per token (so per pair occurrence).  (The 4 MB filter was zeroed
 /// for the few tens of thousands of pair occurrences of a small training, 4.7 M
 /// instructions of `memset` per cut on taylorswift.txt, and as many fresh pages.)
 pub(super) fn filter_bits<S: Source + ?Sized>(source: &S) -> u32 {
@@ -96,7 +96,7 @@ pub(super) fn filter_slots(key: u64, bits: u32) -> (usize, usize) {
 /// maps to it).  A pair whose two counters are both above `threshold` may be strong; any other
 /// is weak for certain.  What is kept is a bit per counter, set when it is above the
 /// threshold: 128 KB for 2**20 counters, which stays in cache where the 4 MB of counters did
-/// not.  (Round 12, issue 12: reading the bits instead of the counters made the exact pass of
+/// not.  (Reading the bits instead of the counters made the exact pass of
 /// [`strong_pairs`] and the cut's look-ups cheaper; see [`cut_source`].)
 pub(super) struct PairFilter {
     bits: u32,
@@ -216,7 +216,7 @@ pub enum Threshold {
 /// A threshold for `n` supermerges, from a pair filter's `counters`: three quarters of the
 /// `4n`-th largest counter.  A counter holds about one strong pair's count (and the noise of
 /// weak pairs), each pair two counters, so that is about three quarters of the count of the
-/// `2n`-th most frequent pair: most supermerges count more.  (Round 12, issue 12.  The guess
+/// `2n`-th most frequent pair: most supermerges count more.  (The guess
 /// was four times the smallest regular merge's count, which does not follow the
 /// supermerges: 100 MB of Gutenberg cut at
 /// 196 for a 2,048th supermerge counting 380 at 32,768, at 12 for 106 at 131,072, and at
@@ -228,7 +228,7 @@ pub enum Threshold {
 /// 100 instead of 58 at 131,072 would save a quarter of phase 2 on Gutenberg, but with too
 /// little margin for the next corpus.  A miss costs a second cut, lower, never the model.)
 ///
-/// Round 13: three quarters instead of half, from the ratio of the `n`-th supermerge's count
+/// Three quarters instead of half, from the ratio of the `n`-th supermerge's count
 /// to the `4n`-th counter over 62 trainings, 47 of which made a guess (two threads; the others
 /// had too few candidates, or phase 1 ran out of pairs): the 11 multilingual samples at
 /// 8,192 (512 and 1,024 supermerges), 16,384 (1,024) and 32,768 (2,048 and 4,096), 1.25 to

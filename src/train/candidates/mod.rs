@@ -12,10 +12,10 @@
 //! counting table as it goes), the cut tests pairs in a table of the few pairs that count
 //! more than the threshold, occurrences are looked up by slices of the flat arrays (only
 //! distinct ones are copied), and the per-thread tables are split by hash and added up
-//! shard by shard in parallel instead of into one table at the end.  Round 7 (100 MB, 32,768): the
+//! shard by shard in parallel instead of into one table at the end.  At 100 MB, 32,768, the
 //! pairs for the cut are no longer all counted exactly ([`strong_pairs`]: a filter of
 //! counters first), and SuperBPE cuts the flat candidates instead of adding them up here
-//! first ([`FlatCandidates`]).  Round 11: the runs come as records back to back
+//! first ([`FlatCandidates`]).  The runs come as records back to back
 //! (`crate::seqs`), read in order instead of one box each, and the segments are added up in
 //! the same structure (see [`aggregate`]).
 
@@ -43,7 +43,7 @@ pub type SortedSegment = (Vec<TokenId>, u64, bool);
 /// token standing alone as a one-token segment (it has no pairs, but counts for SPEC 8).
 /// A segment is its tokens, its count, and whether it is the whole candidate (only a whole
 /// candidate that becomes one token sets a merge's flag): the flag of [`SeqList`]'s records.
-/// (Round 11: a segment was a box of its own, made only for phase 2 to copy its tokens into
+/// (A segment was a box of its own, made only for phase 2 to copy its tokens into
 /// its own arrays; 1.6 M boxes at 100 MB/32,768, 2.6 M at 131,072.)
 pub struct CutCandidates {
     /// the segments, in lists read one after the other
@@ -250,7 +250,7 @@ fn shard_of_seq(tokens: &[TokenId], shards: usize) -> usize {
 
 /// The hash tables of this stage: hashbrown's, whose `entry` looks before it reserves room
 /// (the standard map's reserves first, an out-of-line call per occurrence added up).
-/// (Round 10, taylorswift.txt at 5,000: BoundlessBPE's stage 3 4.2 -> 3.9 M instructions.)
+/// (taylorswift.txt at 5,000: BoundlessBPE's stage 3 4.2 -> 3.9 M instructions.)
 type Table<K, V> = hashbrown::HashMap<K, V, FxBuildHasher>;
 
 /// What the added-up candidates or segments are called in an error, with what to do
@@ -266,12 +266,12 @@ type Shard = (SeqCounter, Table<u64, u64>);
 /// `emit(key, flag, count)` for each thing to count in one candidate.  Returns the sums, one
 /// list per shard (a key with its flag once, in one of them), and the parts' states.
 ///
-/// (Round 11: the tables were hashbrown maps keyed by slices of the source, three cache
+/// (The tables were hashbrown maps keyed by slices of the source, three cache
 /// misses an occurrence (control bytes, slot, the key's tokens in the source); now
 /// [`SeqCounter`]s, which keep the tokens in their records and load each slot ahead.
 /// BoundlessBPE at 100 MB/32,768, one thread, medians of four interleaved runs: stage 3
 /// 1.03 -> 0.87 s, of which adding up the segments was 0.42-0.45 s; peak RSS 330 -> 305 MB.)
-/// Round 13: a key of two tokens is added up in a hash table of pairs instead, its tokens
+/// A key of two tokens is added up in a hash table of pairs instead, its tokens
 /// and flag in one word with its count beside them (a slot, no record to compare): half the
 /// segments of SuperBPE's first cut are pairs (1.71 M of 3.44 M at 100 MB/32,768, cut at 186), but only
 /// 16,475 distinct ones, a table that stays in cache.  SuperBPE's phase 2 at 100 MB/32,768,

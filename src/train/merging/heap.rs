@@ -18,16 +18,16 @@ struct Entry {
 ///
 /// Entries counted at most [`HELD_BACK`] times are held back in a plain list until the
 /// caller finds nothing better in the heap ([`Self::release`]); a training that stops above
-/// that count never orders them.  (Round 9: most entries pushed in a merge loop are pairs
+/// that count never orders them.  (Most entries pushed in a merge loop are pairs
 /// made once, which only deepened the heap every other pop and lowering goes through.)
 ///
-/// Round 11, tried and dropped: one heap for the entries counted 64 times or more and one
+/// Tried and dropped: one heap for the entries counted 64 times or more and one
 /// per count below, the top being the first one's or that of the highest count with entries
 /// (taylorswift.txt at 5,000, three trainings: choosing the pair 18.7 -> 18.4 M instructions
 /// but pushing dearer, phase 1 115.1 -> 115.9 M).  At 5,000 a third of the merges count 2,
 /// so the heap of count 2 is about as deep as the one heap was.
 ///
-/// Round 12, measured for whoever looks next (BPE, taylorswift.txt at 5,000): the heap holds
+/// Measured for whoever looks next (BPE, taylorswift.txt at 5,000): the heap holds
 /// 4,600-6,000 entries until the 2,000th token and 2,100-2,700 at the end, 35-60% of them live
 /// (the rest are stale: their pair gone or counted less), so compacting it would take about
 /// one level off 11-13.  `sift_down` is ~15% of `perf`'s CPU-time samples of a training
@@ -122,7 +122,7 @@ impl PairHeap {
         true
     }
 
-    /// Drop every entry counted `count` times or fewer.  (Round 12: the heap was built again
+    /// Drop every entry counted `count` times or fewer.  (The heap was built again
     /// from the entries kept, though with a floor of 1 those held back are all that go.
     /// Taylorswift.txt at 5,000, a whole training: BPE 49.78 -> 49.48 M instructions,
     /// BoundlessBPE 60.67 -> 60.04 M, SuperBPE 57.52 -> 57.17 M.)
@@ -196,7 +196,7 @@ impl PairHeap {
     /// The top entry's pair is gone from the pair table (it was merged everywhere): the next
     /// push into the heap takes its place, sifted down from the top, instead of going in at
     /// the bottom while the top waits to be popped.  Until then the top stays, and the next
-    /// pop removes it as before.  (Round 12: the merged pair's entry is the top when the merge
+    /// pop removes it as before.  (The merged pair's entry is the top when the merge
     /// is chosen, and was popped at the next choice, after the merge's pushes went up from
     /// the bottom.  BPE on taylorswift.txt at 5,000, a whole training: 49.99 -> 49.78 M
     /// instructions, the pushes 0.94 -> 0.71 M.)

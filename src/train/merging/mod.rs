@@ -268,7 +268,7 @@ impl MergeState {
     fn apply_changes(&mut self, changes: &mut GroupChanges, vocab: &Vocab) {
         let n = self.shards.len();
         let notes = &changes.notes;
-        // (Round 11, tried and dropped: counting a new pair's notes first and making room for
+        // (Tried and dropped: counting a new pair's notes first and making room for
         // them when they spill, instead of the list growing by doubling: phase 1 of three
         // small trainings 111.3 -> 111.6 M instructions.)
         let note_all = |info: &mut PairInfo, mut at: u32| {
@@ -400,7 +400,7 @@ impl MergeState {
         let mut indices = std::mem::take(&mut self.info_mut(pair).seqs);
         // (almost always in order already: the first count notes sequences in order, and so
         // does one merge; a pair gains sequences in a later merge only when that merge makes one
-        // of its tokens again.  Round 11: sorting and removing repeats anyway, and growing the
+        // of its tokens again.  Sorting and removing repeats anyway, and growing the
         // present flags by one id per merge, were 1% of a small training's phase 1; three
         // trainings of taylorswift.txt at 5,000, 112.5 -> 111.3 M instructions.)
         if !indices.windows(2).all(|w| w[0] < w[1]) {

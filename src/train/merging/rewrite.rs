@@ -84,8 +84,8 @@ pub(super) fn rewrite_group(
     let distinct = pair.0 != pair.1;
     for (k, &index) in indices.iter().enumerate() {
         // the sequences lie scattered over the arena: start loading the span of one a few
-        // places ahead, and the tokens of the next (whose span is loaded by now).  (Round 11:
-        // without these loads when the arena holds under 2^18 tokens, phase 1 of three small
+        // places ahead, and the tokens of the next (whose span is loaded by now).  (
+        // Without these loads when the arena holds under 2^18 tokens, phase 1 of three small
         // trainings took 1.5% fewer instructions but no less time, 4.63-4.69 ms against
         // 4.58-4.66 for BPE on taylorswift.txt at 5,000; and the scan for occurrences below
         // moved into a function of its own, out of line, cost 1.4% more instructions.)
@@ -124,7 +124,7 @@ pub(super) fn rewrite_group(
         // most occurrences stand alone: no other occurrence beside them, and beside them no
         // token of a repeat the merge changes (the pair's left token before, its right token
         // after) nor the merged token.  Then the pairs with their neighbours are all that
-        // changes, with no windows to count.  (Round 11, taylorswift.txt at 5,000, the three
+        // changes, with no windows to count.  (taylorswift.txt at 5,000, the three
         // trainings: rewriting the words 59.6 -> 49.0 M instructions, phase 1 130.6 -> 120.6 M.)
         if distinct && stand_alone(seq, &occurrences, pair, merged) {
             let n = seq.len();

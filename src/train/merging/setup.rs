@@ -64,7 +64,7 @@ impl MergeState {
         let per = spans.len().div_ceil(n_shards).max(1);
         // Pairs of two bytes (phase 1) are counted in a list found through a table indexed by
         // the pair, then put in the hash tables once each, in the order first seen as before.
-        // (Round 9: a look-up in the hash table per pair occurrence was half of a small
+        // (A look-up in the hash table per pair occurrence was half of a small
         // training's set-up.)
         let bytes_only = data
             .iter()
@@ -179,7 +179,7 @@ impl MergeState {
     /// again.  So the table keeps every pair counted above the floor (exactly, as before) and
     /// drops the others; before a merge whose token may occur already, the pairs holding that
     /// token are counted again over all sequences ([`Self::restore_pairs_of`], exact).
-    /// (Round 8, 100 MB of Gutenberg: BoundlessBPE's pair table grew from 37,507 pairs to
+    /// (100 MB of Gutenberg: BoundlessBPE's pair table grew from 37,507 pairs to
     /// 1.12 M at 32,768 and from 0.40 M to 3.65 M at 131,072, almost all of them counted at
     /// most `floor` times; its growth was a tenth of the samples of a training at 131,072,
     /// mostly the kernel zeroing the new tables' pages.)

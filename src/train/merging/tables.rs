@@ -9,15 +9,15 @@ use crate::tokens::Pair;
 
 /// A shard of the pair table.  (hashbrown's map rather than the standard one: its entries
 /// find a pair without reserving room first, and a found entry is removed without a second
-/// look-up.  Round 10: a pair whose count fell to zero was looked up twice, to lower its count
+/// look-up.  A pair whose count fell to zero was looked up twice, to lower its count
 /// and to remove it; BPE on taylorswift.txt at 5,000, stages 2-4, 52.1 -> 49.8 M
 /// instructions.)
 pub(super) type PairTable = hashbrown::HashMap<Pair, PairInfo, FxBuildHasher>;
 
 /// A live pair: its count and the sequences that may hold it (stale entries are allowed;
 /// most pairs of phase 2 live in one sequence, so the list is inline up to 4 entries, in the
-/// room the pointer and length of a spilled list take anyway: 24 bytes either way.  Round 10:
-/// up to 2, a small training's phase 1 spilled 5,479 lists, 1.0 M instructions.)
+/// room the pointer and length of a spilled list take anyway: 24 bytes either way.
+/// Up to 2, a small training's phase 1 spilled 5,479 lists, 1.0 M instructions.)
 #[derive(Default)]
 pub(super) struct PairInfo {
     pub(super) count: u64,
@@ -85,7 +85,7 @@ pub(super) struct Note {
 /// The sequences where a new pair appears are kept with the pair's count change, so that
 /// [`MergeState::merge`] finds each changed pair's entry in the pair table once, for both.
 /// (They used to be a list of (pair, sequence) noted apart, a second look-up in the big
-/// table per occurrence; that was about a fifth of phase 2.)  Round 11, tried and dropped: the
+/// table per occurrence; that was about a fifth of phase 2.)  Tried and dropped: the
 /// changes of pairs of the merged pair's tokens or the merged token with one neighbour token
 /// (most changes) kept by the neighbour, found through a table indexed by the token instead
 /// of hashed: phase 1 of three trainings of taylorswift.txt at 5,000 went from 130.6 to
@@ -93,7 +93,7 @@ pub(super) struct Note {
 #[derive(Default)]
 pub(super) struct GroupChanges {
     /// (hashbrown's map, as the pair table's: the standard map's `entry` reserves room
-    /// before it looks, an out-of-line call per change.  Round 10, phase 1 of a small
+    /// before it looks, an out-of-line call per change.  Phase 1 of a small
     /// training: 49.8 -> 47.5 M instructions.)
     pub(super) delta: hashbrown::HashMap<Pair, Change, FxBuildHasher>,
     /// the sequences where new pairs holding the merged token appear, linked per pair
@@ -117,7 +117,7 @@ impl GroupChanges {
 
     /// `pair`'s count changes by `d`, and `pair` appears in sequence `seq`.  (Always inline:
     /// called out of line from [`rewrite_group`], 35,598 times in a small training's phase 1,
-    /// taylorswift.txt at 5,000.  Round 11, three such trainings: 111.3 -> 109.5 M
+    /// taylorswift.txt at 5,000.  Three such trainings: 111.3 -> 109.5 M
     /// instructions.)
     #[inline(always)]
     pub(super) fn add_made(&mut self, pair: Pair, d: i64, seq: u32) {
@@ -195,7 +195,7 @@ impl GroupChanges {
 /// pairs an occurrence that stands alone takes from its neighbours: they hold no merged token,
 /// so they only lose in this merge, and once they leave the table nothing brings them back
 /// before the merge ends (a window of another sequence that counts them again, see
-/// [`rewrite_group`], counts them as many times before and after).  (Round 11: through the
+/// [`rewrite_group`], counts them as many times before and after).  (Through the
 /// merge's table of changes they were a look-up there and another in the pair table; phase 1
 /// of three trainings of taylorswift.txt at 5,000, 120.6 -> 115.1 M instructions.)
 #[inline(always)]
