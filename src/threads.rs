@@ -100,7 +100,17 @@ pub fn parallel<R: Send>(f: impl FnOnce() -> R + Send) -> Result<R> {
     if rayon::current_thread_index().is_some() {
         return Ok(f());
     }
-    Ok(pool(None)?.install(f))
+    Ok(pool(threads_from_environment())?.install(f))
+}
+
+/// The workers `RAYON_NUM_THREADS` asks for, as rayon itself reads it: unset, empty, `0` or
+/// not a number means all cores.  (Calls from Python pass their count; this is for the
+/// steps that run outside such a call, such as building an encoder when a model loads.)
+fn threads_from_environment() -> Option<usize> {
+    std::env::var("RAYON_NUM_THREADS")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|&n| n > 0)
 }
 
 /// The kept pools, held across a `fork` (Python's `os.register_at_fork`, see `src/py/`):

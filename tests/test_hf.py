@@ -159,21 +159,22 @@ def test_superword_export_loads_round_trips_and_mostly_agrees(algorithm, tmp_pat
     assert [tok.decode(ids) for ids in theirs] == docs
     a = _export.agreement(tok.encode_batch(docs), theirs)
     assert tok.save_hf(tmp_path, overwrite=True, sample=docs) == a
-    assert 0.9 < a["identical"] < 1.0  # measured 0.98-0.99: close, and not by accident exact
+    assert a["identical"] > 0.99  # measured 1.0 (docs/exports.md); 0.98-0.99 before the joins table
     assert abs(a["token_difference"]) < 0.01
     # supermerges do happen in stock BPE: " of the" is one token on both sides
     of_the = tok.id_of(b" of the")
     assert of_the is not None and of_the in hf_ids(hf, ["one of the best"])[0]
 
 
-def test_supermerge_differences_are_the_known_ones(tmp_path):
-    """Stock BPE applies a supermerge to part of a word that did not become one token."""
+def test_a_supermerge_is_not_applied_to_part_of_a_word(tmp_path):
+    """' theater' is not one token, so ' of the' must not take its ' the' (the export joined
+    every word pretoken once, and stock BPE then did)."""
     tok = superword.train(["one of the best"] * 50 + ["theater"], vocab_size=280, algorithm="boundless")
     hf = load_export(tok, tmp_path)
     assert tok.id_of(b" of the") is not None and tok.id_of(b" theater") is None
     ours, theirs = tok.encode(" of theater"), hf_ids(hf, [" of theater"])[0]
-    assert tok.id_of(b" of the") in theirs and tok.id_of(b" of the") not in ours
-    assert tok.decode(theirs) == tok.decode(ours) == " of theater"
+    assert tok.id_of(b" of the") not in ours
+    assert theirs == ours
 
 
 def test_greedy_golden_models_export_and_load(tmp_path):

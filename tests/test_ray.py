@@ -57,6 +57,25 @@ def test_a_worker_killed_mid_count_is_retried_and_the_counts_stay_exact(ray_clus
     assert counts.to_bytes() == local.to_bytes()
 
 
+def test_ray_counting_reports_tasks_done_of_tasks_planned(ray_cluster, corpus, monkeypatch, capsys):
+    monkeypatch.setattr(_ray, "MIN_RANGE_BYTES", 50_000)
+    seen: list[tuple[str, int, int]] = []
+    counts = superword.count(corpus, executor="ray", progress=lambda *report: seen.append(report))
+    assert counts.to_bytes() == superword.count(corpus).to_bytes()
+    maps = len(_ray.plan([str(p) for p in corpus], 2 * 2))
+    merges, tables = 0, maps
+    while tables > 1:  # the reduce tree, FAN_IN tables per task
+        merges += tables // _ray.FAN_IN + (tables % _ray.FAN_IN > 1)
+        tables = -(-tables // _ray.FAN_IN)
+    assert {stage for stage, _, _ in seen} == {"ray_tasks"}
+    assert {total for _, _, total in seen} == {maps + merges}
+    assert [done for _, done, _ in seen] == list(range(maps + merges + 1))
+    # and the command line shows it as a line of progress
+    from superword.cli import main
+    assert main(["count", *map(str, corpus), "--ray", "-o", str(corpus[0].parent / "c.swc")]) == 0
+    assert "Ray count and merge tasks" in capsys.readouterr().err
+
+
 def test_an_unreachable_cluster_is_a_clear_error_not_a_hang(corpus):
     pytest.importorskip("ray")
     start = time.perf_counter()
@@ -93,3 +112,18 @@ def test_byte_ranges_cut_at_line_ends_give_the_documents_of_the_whole_file(tmp_p
     assert all(a[2] == b[1] for a, b in zip(ranges, ranges[1:]))
     pieces = [doc for p, start, end in ranges for doc in _inputs.read_range(p, start, end)]
     assert pieces == list(_inputs.read_file(str(path)))
+
+
+def test_a_tokenizer_travels_to_ray_tasks_and_gives_the_same_ids(ray_cluster):
+    texts = [f"the cat sat on the mat {i} times, and then the dog" for i in range(3000)]
+    tok = superword.train(texts, 400, "superbpe", supermerges=40)
+    tok.register_special_tokens(["<|end|>"])
+    texts = [t + "<|end|>" for t in texts]
+
+    @ray_cluster.remote
+    def encode(tokenizer, chunk):
+        return tokenizer.encode_batch(chunk, allowed_special="all")
+
+    shared = ray_cluster.put(tok)  # the tokenizer pickled once, into the object store
+    parts = ray_cluster.get([encode.remote(shared, texts[i:i + 1000]) for i in range(0, 3000, 1000)])
+    assert sum(parts, []) == tok.encode_batch(texts, allowed_special="all")

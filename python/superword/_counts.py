@@ -50,7 +50,7 @@ def count(inputs: Any, *, script_aware: bool = True, scripts: Iterable[str] | No
             raise ValueError(f"executor must be None (this process) or 'ray', got {executor!r}")
         result = _ray.count(inputs, pattern=main, script_pattern=script, scripts=names,
                             text_field=text_field, runs=runs, address=ray_address,
-                            backend=_resolve_backend(backend))
+                            backend=_resolve_backend(backend), progress=progress)
     elif ray_address is not None:
         raise ValueError("ray_address only applies with executor='ray'")
     else:

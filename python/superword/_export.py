@@ -28,13 +28,17 @@ tables of other regex engines do not matter.
   (``"Helloмир"`` is one pretoken here, two in superword), and where a letter that belongs to
   no script (Common, e.g. the Japanese prolonged sound mark ``ー``) or a lone mark stands inside
   a run of a configured script.
-* superword models: consecutive word pretokens (the only ones a supermerge can join, SPEC 3)
-  are matched together as one coarse pretoken, so that stock BPE can apply the supermerges.
-  Stock BPE then departs from SPEC 7.4: it applies a supermerge to part of a word that did not
-  become a single token (``" of theater"`` can start with the superword ``" of the"``), and it
-  could apply a regular merge over the seam of two pretokens that touch without a space (the
-  GPT-4o pattern makes such seams only where no regular merge can straddle them, e.g. a
-  lowercase letter followed by an uppercase one).  :func:`agreement` measures the difference.
+* superword models: the first alternative takes two or more consecutive word pretokens as one
+  coarse pretoken, so that stock BPE can apply the supermerges, but only words that our
+  encoding turns into one token that is part of a supermerge, and only across a seam that some
+  supermerge joins (:func:`word_joins`, :func:`_coarse`).  Stock BPE then never applies a
+  supermerge to part of a word (``" of theater"`` stays ``" of"`` + ``" theater"``'s tokens),
+  and ``tokenizers``, whose merges list ranks every regular merge before every supermerge,
+  gives our ids (SPEC 7.3, then 7.4 on the run).  tiktoken merges by rank = id, and a
+  BoundlessBPE model interleaves superword and regular ids: a superword made of a word and
+  the first tokens of the next word (``" to be"`` in ``" to believe"``) can be made before that
+  word is whole.  That residue cannot be removed without other ids; ``docs/exports.md``
+  measures it per script.  :func:`agreement` measures the difference.
 * the greedy n-gram cut at inference (SPEC 3.1, opt-in) has no stock-BPE form: exports always
   stand for the plain SPEC 7 encoding.
 """
@@ -234,12 +238,67 @@ def explicit_classes(pattern: str) -> str:
     return "".join(out)
 
 
-def hf_pattern(settings: _model.Settings, coarse: bool) -> str:
+#: GPT-4o's contraction suffixes: a word followed by one of them goes on (SPEC 1.1).
+_CONTRACTIONS = "(?i:'s|'t|'re|'ve|'m|'ll|'d)"
+
+
+def _literal(text: str) -> str:
+    r"""``text`` as a regex literal: ASCII letters and digits as themselves, every other
+    character as ``\x{..}`` (which Oniguruma and fancy-regex read, and :func:`load_hf`
+    rewrites for the ``regex`` module), so no character can be taken for syntax."""
+    return "".join(c if c.isascii() and c.isalnum() else f"\\x{{{ord(c):X}}}" for c in text)
+
+
+def _trie(words: dict[str, str]) -> str:
+    r"""One regex matching exactly the keys of ``words``, as a trie of shared prefixes (an
+    alternation of thousands of words would be tried word by word at every position); where
+    a word ends, its value (a lookahead, or ``""``) follows.  A longer word is tried before
+    the shorter one that it extends.
+
+    >>> _trie({"ab": "", "a": "(?=x)", "b": ""})
+    '(?:a(?:b|(?=x))|b)'
+    """
+    root: dict[str, Any] = {}
+    for word in sorted(words):
+        node = root
+        for c in word:
+            node = node.setdefault(c, {})
+        node[""] = words[word]
+
+    def emit(node: dict[str, Any]) -> str:
+        options = [_literal(c) + emit(child) for c, child in node.items() if c]
+        if "" in node:
+            options.append(node[""])
+        return options[0] if len(options) == 1 else "(?:" + "|".join(options) + ")"
+
+    return emit(root)
+
+
+def word_joins(model: _model.Model) -> dict[str, set[str]]:
+    """Which word pretokens a supermerge can join (SPEC 7.4): for the text of each word
+    token, the texts of the words that can follow it inside one supermerge's result.  A
+    supermerge ``(A, B)`` joins the last pretoken of ``A`` to the first of ``B``; only
+    reachable word tokens count (a pretoken with that text becomes that one token), which
+    every part of a trained model's supermerge is.  A seam between two words that no
+    supermerge joins is never crossed by our encoding."""
+    from .reference.encode import Encoder, pretokenizer_for
+    encoder = Encoder(model)
+    pretokens = pretokenizer_for(model).pretokenize
+    joins: dict[str, set[str]] = {}
+    for m in model.supermerges:
+        left, right = pretokens(m.left.decode("utf-8"))[-1], pretokens(m.right.decode("utf-8"))[0]
+        if left.encode("utf-8") in encoder.reachable and right.encode("utf-8") in encoder.reachable:
+            joins.setdefault(left, set()).add(right)
+    return joins
+
+
+def hf_pattern(settings: _model.Settings, joins: dict[str, set[str]] | None = None) -> str:
     """The ``Split`` regex standing for the model's pre-tokenization (see the module notes).
 
-    ``coarse=True`` (superword models) joins consecutive word pretokens into one.
+    ``joins`` (superword models: :func:`word_joins`) adds a first alternative that takes
+    two or more consecutive word pretokens as one piece where a supermerge can join them.
     >>> s = _model.Settings(GPT4O, None, None, r"\\p{L}")
-    >>> hf_pattern(s, coarse=False) == explicit_classes(GPT4O)
+    >>> hf_pattern(s) == explicit_classes(GPT4O)
     True
     """
     main = settings.main_regex
@@ -248,13 +307,16 @@ def hf_pattern(settings: _model.Settings, coarse: bool) -> str:
     if script_aware and (main != GPT4O or settings.script_specific_regex != SCRIPT_SPECIFIC_GPT4O):
         raise ValueError("only the built-in GPT-4o patterns can be exported with script-aware "
                          "pre-tokenization (this model has its own patterns)")
-    if not script_aware and not coarse:
+    if not script_aware and joins is None:
         return explicit_classes(main) if main == GPT4O else main
     if main != GPT4O:
         raise ValueError("a superword model is exported with a coarse pattern built from the "
                          "GPT-4o pattern; this model has its own pattern")
     alternatives = _split_alternatives(GPT4O)
     words, rest = alternatives[:_WORD_ALTERNATIVES], alternatives[_WORD_ALTERNATIVES:]
+    word_letters = _ranges("L") + _ranges("M")  # the letters of the two word alternatives
+    lower_letters = [r for n in ("Ll", "Lm", "Lo", "M") for r in _ranges(n)]  # of the second class
+    script_letters: list[tuple[int, int]] = []
     if script_aware:
         # The set operations are done here, on explicit ranges, rather than written as
         # Oniguruma's `[a&&[^b]]`: the `regex` module (the reference backend) reads `&&` and a
@@ -265,12 +327,80 @@ def hf_pattern(settings: _model.Settings, coarse: bool) -> str:
         for cls, names in ((upper, ("Lu", "Lt", "Lm", "Lo", "M")), (lower, ("Ll", "Lm", "Lo", "M"))):
             others = _ranges_text(_minus([r for n in names for r in _ranges(n)], in_scripts))
             words = [w.replace(f"[{cls}]", f"[{others}]") for w in words]
+        word_letters = _minus(word_letters, in_scripts)
+        lower_letters = _minus(lower_letters, in_scripts)
         script_letters = _intersection(_ranges("L"), in_scripts)
         if script_letters:
             words = [rf" ?[{_ranges_text(script_letters)}]\p{{M}}*", *words]
-    if coarse:
-        words = ["(?:" + "|".join(words) + ")+"]
+    if joins is not None:
+        words = [_coarse(joins, word_letters, lower_letters, script_letters, words), *words]
     return explicit_classes("|".join([*words, *rest]))
+
+
+def _coarse(joins: dict[str, set[str]], word_letters: list[tuple[int, int]],
+            lower_letters: list[tuple[int, int]], script_letters: list[tuple[int, int]],
+            words: list[str]) -> str:
+    r"""The alternative that matches two or more consecutive word pretokens, as many as
+    follow, where each seam is one that some supermerge joins (:func:`word_joins`).
+
+    It is ``L(?:R)+``: ``L`` a word that some word can follow in a supermerge, ``R`` a word
+    that can follow the one before it, which a lookbehind on the two words' text checks.
+    Each word is followed by a lookahead saying that the pretoken ends there, so that a
+    piece holds whole pretokens, cut where the word alternatives cut:
+
+    * a word of the GPT-4o word alternatives that ends in a letter of their second class
+      (``Ll Lm Lo M``) goes on over another such letter and over a contraction (``don``
+      in ``don't``), and ends before anything else (``Year`` before ``Univ``);
+    * any other word of those alternatives (ending in ``Lu``/``Lt``, or in a contraction)
+      is taken to go on over any letter or mark and a contraction.  That is stricter than
+      the word alternatives for a contraction followed by a letter: such a word is then
+      its own piece, which may cost a supermerge but never cuts a pretoken wrongly;
+    * a letter of a configured script (script-aware mode) goes on over marks only.
+
+    The lookbehind sees text, not pretokens: ``is`` ``␣it`` also lets ``this`` ``␣it``
+    join when both are words of the table.  Joining a seam that no supermerge joins changes
+    nothing for ``tokenizers`` and seldom anything for tiktoken (see ``docs/exports.md``).
+    A word whose text the word alternatives do not match as one pretoken is left out."""
+    import regex
+    first_cut = regex.compile("|".join(_from_oniguruma(explicit_classes(w), "<pattern>") for w in words))
+    script_word = None
+    if script_letters:
+        script_class = _from_oniguruma(_ranges_text(script_letters), "<pattern>")
+        script_word = regex.compile(f" ?[{script_class}]\\p{{M}}*")
+
+    lower_last = regex.compile(f"[{_from_oniguruma(_ranges_text(lower_letters), '<pattern>')}]$")
+
+    def kind(word: str) -> str | None:
+        first = first_cut.match(word)  # the pretoken the pattern cuts first
+        if first is None or first.end() != len(word):
+            return None
+        if script_word is not None and script_word.fullmatch(word):
+            return "script"
+        return "lower" if lower_last.search(word) and not regex.search(_CONTRACTIONS + "$", word) else "main"
+
+    kinds = {w: kind(w) for pair in joins.items() for w in (pair[0], *pair[1])}
+    ends = {"lower": f"(?![{_ranges_text(lower_letters)}]|{_CONTRACTIONS})",
+            "main": f"(?![{_ranges_text(word_letters)}]|{_CONTRACTIONS})", "script": r"(?!\p{M})"}
+    left: dict[str, dict[str, str]] = {"lower": {}, "main": {}, "script": {}}
+    before: dict[str, set[str]] = {}
+    for w, after in sorted(joins.items()):
+        k = kinds[w]
+        for a in after:
+            if k is not None and kinds[a] is not None:
+                left[k][w] = ""
+                before.setdefault(a, set()).add(w)
+    right: dict[str, dict[str, str]] = {"lower": {}, "main": {}, "script": {}}
+    for a, ws in before.items():
+        checks = [f"(?<={_literal(w + a)})" for w in sorted(ws)]
+        right[kinds[a]][a] = checks[0] if len(checks) == 1 else "(?:" + "|".join(checks) + ")"  # type: ignore[index]
+
+    def alternatives(tries: dict[str, dict[str, str]]) -> str:
+        found = [f"{_trie(t)}{ends[k]}" for k, t in tries.items() if t]
+        return found[0] if len(found) == 1 else "(?:" + "|".join(found) + ")"
+
+    if not before:  # a regex that never matches: nothing joins
+        return "(?!)"
+    return f"{alternatives(left)}(?:{alternatives(right)})+"
 
 
 # -- writing tokenizer.json -------------------------------------------------------------------
@@ -291,7 +421,7 @@ def hf_json(model: _model.Model) -> dict[str, Any]:
     _check_specials(model)
     byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False,
                   "use_regex": False}
-    pattern = hf_pattern(model.settings, coarse=model.kind != "word")
+    pattern = hf_pattern(model.settings, None if model.kind == "word" else word_joins(model))
     merges = [f"{render(m.left)} {render(m.right)}" for m in [*model.merges, *model.supermerges]]
     return {
         "version": "1.0",
@@ -415,7 +545,7 @@ def tiktoken_pattern(model: _model.Model) -> str:
     """The pattern to give ``tiktoken.Encoding`` with :func:`tiktoken_ranks_text`'s ranks:
     the model's own in simple mode, else the closest single pattern (see the module notes).
     tiktoken's regex engine (``fancy-regex``) reads the same syntax as ``tokenizers``."""
-    return hf_pattern(model.settings, coarse=model.kind != "word")
+    return hf_pattern(model.settings, None if model.kind == "word" else word_joins(model))
 
 
 # -- agreement --------------------------------------------------------------------------------
@@ -771,3 +901,140 @@ def tiktoken_agreement(tok: Any, path: str, pattern: str, texts: list[str]) -> d
                             mergeable_ranks=load_tiktoken_bpe(path), special_tokens={})
     return agreement(tok.encode_batch(texts, allowed_special="none"),
                      enc.encode_ordinary_batch(texts))
+
+
+# -- ranks models (tiktoken, tokenizer.json imports) as tokenizer.json --------------------------
+
+def recover_merges(tok: Any) -> list[tuple[bytes, bytes]]:
+    """The merges of a ranks model, in rank order: each token's two parts are what rank BPE
+    makes of its bytes with only the lower ranks allowed.  A token that does not come out as
+    exactly two parts cannot be made by a merge, and is refused."""
+    rank = {raw: i for i, raw, _ in tok}
+    merges = []
+    for raw, r in sorted(rank.items(), key=lambda kv: kv[1]):
+        if len(raw) == 1:
+            continue
+        parts = [raw[i:i + 1] for i in range(len(raw))]
+        while len(parts) > 2:
+            best, at = None, -1
+            for i in range(len(parts) - 1):
+                q = rank.get(parts[i] + parts[i + 1])
+                if q is not None and q < r and (best is None or q < best):
+                    best, at = q, i
+            if best is None:
+                break
+            parts[at:at + 2] = [parts[at] + parts[at + 1]]
+        if len(parts) != 2 or any(p not in rank for p in parts):
+            raise ValueError(f"token {r} ({render(raw)}) is made by no merge of lower-ranked tokens; "
+                             f"this ranks model has no merges form")
+        merges.append((parts[0], parts[1]))
+    return merges
+
+
+def oniguruma_pattern(pattern: str) -> str:
+    r"""``pattern`` for ``tokenizers`` (Oniguruma, Ruby syntax), where ``X{n,m}+`` is not a
+    possessive repeat, as in our engines and tiktoken's, but ``(X{n,m})+``: it is written
+    ``(?>X{n,m})``, the atomic group that means the same.  ``?+``, ``*+`` and ``++`` are
+    possessive in both dialects and stay.
+
+    >>> print(oniguruma_pattern(r"\p{N}{1,3}+|[a-z]{2}+|(ab){1,2}+|x{3}"))
+    (?>\p{N}{1,3})|(?>[a-z]{2})|(?>(ab){1,2})|x{3}
+    """
+    out: list[str] = []
+    opens: list[int] = []  # where the groups still open start in `out`
+    last = -1  # where the last atom starts in `out`
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            end = i + 2
+            if pattern[i + 1:i + 2] in ("p", "P", "x") and pattern[i + 2:i + 3] == "{":
+                end = pattern.index("}", i) + 1
+            last = len(out)
+            out.append(pattern[i:end])
+            i = end
+        elif c == "[":
+            j, depth = i + 1, 1
+            if pattern[j:j + 1] == "^":
+                j += 1
+            if pattern[j:j + 1] == "]":
+                j += 1
+            while depth:
+                if pattern[j] == "\\":
+                    j += 1
+                elif pattern[j] == "[":
+                    depth += 1
+                elif pattern[j] == "]":
+                    depth -= 1
+                j += 1
+            last = len(out)
+            out.append(pattern[i:j])
+            i = j
+        elif c == "(":
+            opens.append(len(out))
+            out.append(c)
+            i += 1
+        elif c == ")":
+            last = opens.pop() if opens else len(out)
+            out.append(c)
+            i += 1
+        elif c == "{" and last >= 0 and "}" in pattern[i:]:
+            end = pattern.index("}", i) + 1
+            body = pattern[i + 1:end - 1]
+            if body.replace(",", "", 1).isdigit() and pattern[end:end + 1] == "+":
+                atom = "".join(out[last:])
+                del out[last:]
+                out.append(f"(?>{atom}{pattern[i:end]})")
+                i = end + 1
+            else:
+                out.append(pattern[i:end])
+                i = end
+            last = -1
+        else:
+            last = -1 if c in "|?*+" else len(out)
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def ranks_hf_json(tok: Any) -> dict[str, Any]:
+    """A ``tokenizer.json`` of a ranks model: its ids, merges, pattern and special tokens."""
+    missing = [b for b in range(256) if tok.id_of(bytes([b])) is None]
+    if missing:
+        raise ValueError(f"this ranks model has no token for {len(missing)} byte values (e.g. "
+                         f"0x{missing[0]:02X}); tokenizers' byte-level BPE needs all 256")
+    merges = recover_merges(tok)
+    added = [{"id": i, "content": s, "single_word": False, "lstrip": False, "rstrip": False,
+              "normalized": False, "special": True}
+             for s, i in sorted(tok.special_tokens.items(), key=lambda kv: kv[1])]
+    return {
+        "version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
+        "normalizer": None,
+        "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+            {"type": "Split", "pattern": {"Regex": oniguruma_pattern(tok.pattern)}, "behavior": "Isolated",
+             "invert": False},
+            {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}]},
+        "post_processor": None,
+        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+        "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
+                  "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False,
+                  "ignore_merges": False,
+                  "vocab": {render(raw): i for i, raw, _ in tok},
+                  "merges": [[render(a), render(b)] for a, b in merges]},
+    }
+
+
+def save_ranks_hf(tok: Any, directory: str | os.PathLike[str], overwrite: bool = False) -> None:
+    """Write a ranks model as ``directory/tokenizer.json``, which ``tokenizers`` and
+    :func:`open_tokenizer` read with the same ids.  Written to a temporary file, then renamed;
+    a directory holding other files is refused unless ``overwrite``."""
+    directory = os.fspath(directory)
+    if os.path.exists(directory):
+        if not os.path.isdir(directory):
+            raise ValueError(f"{directory} exists and is not a directory")
+        if os.listdir(directory) and not overwrite:
+            raise ValueError(f"{directory} is not empty ({len(os.listdir(directory))} entries); pass "
+                             f"overwrite=True (--overwrite) to replace its tokenizer.json")
+    text = json.dumps(ranks_hf_json(tok), ensure_ascii=False, indent=1) + "\n"
+    os.makedirs(directory, exist_ok=True)
+    write_atomic(os.path.join(directory, "tokenizer.json"), text)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+from collections.abc import Callable
 from typing import Any
 
 from . import _count_table, _inputs
@@ -131,7 +132,8 @@ def _merge_parts(backend: str, *parts: bytes) -> bytes:
 
 def count(inputs: Any, *, pattern: str, script_pattern: str | None, scripts: list[str] | None,
           text_field: str, runs: bool, address: str | None, backend: str,
-          kill_marker: str | None = None) -> _count_table.Counts:
+          kill_marker: str | None = None,
+          progress: Callable[[str, int, int], object] | None = None) -> _count_table.Counts:
     """:func:`superword.count` on Ray (checked arguments)."""
     if isinstance(inputs, (str, os.PathLike)):
         inputs = [inputs]
@@ -152,8 +154,17 @@ def count(inputs: Any, *, pattern: str, script_pattern: str | None, scripts: lis
     # the first task of the plan dies once when a kill marker is given (tests)
     refs = [count_task.remote(path, start, end, options, kill_marker if i == 0 else None)
             for i, (path, start, end) in enumerate(plan(paths, RANGES_PER_CPU * cpus))]
+    tasks = list(refs)
     while len(refs) > 1:  # merge as a tree, FAN_IN tables per task
         refs = [merge_task.remote(backend, *refs[i:i + FAN_IN]) if len(refs[i:i + FAN_IN]) > 1 else refs[i]
                 for i in range(0, len(refs), FAN_IN)]
+        tasks += [r for r in refs if r not in tasks]
+    if progress is not None:  # tasks done of tasks planned (count and merge tasks alike)
+        pending, done = tasks, 0
+        progress("ray_tasks", 0, len(tasks))
+        while pending:
+            ready, pending = ray.wait(pending, num_returns=1)
+            done += len(ready)
+            progress("ray_tasks", done, len(tasks))
     data = ray.get(refs[0])
     return _count_table.Counts(_count_table._impl_from_bytes(data, "the counts from Ray", backend), backend)

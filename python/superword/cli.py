@@ -304,7 +304,7 @@ def _export(args: argparse.Namespace) -> None:
         raise ValueError("--bos-token, --eos-token, --pad-token and --unk-token apply to superword "
                          "models; an imported ranks model is exported with its own special tokens")
     if args.to == "hf" and ranks:
-        _open.save_ranks_hf(tok, args.output, overwrite=args.overwrite)
+        tok.save_hf(args.output, overwrite=args.overwrite)
         print(f"wrote {args.output}/tokenizer.json")
     elif args.to == "hf":
         tok.save_hf(args.output, overwrite=args.overwrite, bos_token=args.bos_token,
@@ -593,7 +593,7 @@ def _count(args: argparse.Namespace) -> None:
     progress = _progress.Progress(quiet=args.quiet, files=files)
     start = time.perf_counter()
     try:
-        counts = _counts.count(inputs, progress=None if args.ray is not None else progress, **options)
+        counts = _counts.count(inputs, progress=progress, **options)
     finally:
         progress.close()
     counts.save(args.output)
