@@ -640,10 +640,10 @@ impl<'a> Reader<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::control::Silent;
     use crate::count::count_documents;
     use crate::input::{Batch, Documents};
     use crate::pretokenize::{Pretokenizer, GPT4O, MERGE_PATTERN};
-    use crate::train::Silent;
 
     struct Docs(Vec<String>);
 

@@ -190,7 +190,7 @@ impl<E: Send + From<Error>> Watch<E> {
     /// An error kept by [`Watch::fail`] comes back instead of the work's result.
     ///
     /// A training runs on a worker of the pool it trains on: its `pool.install` calls then run
-    /// where they are, on a worker whose memory is warm.  (Round 11, taylorswift.txt at 5,000,
+    /// where they are, on a worker whose memory is warm.  (taylorswift.txt at 5,000,
     /// one thread, medians of 21 trainings, two interleaved runs: a thread started and ended
     /// per training, and two switches of threads for each stage that entered the pool, cost
     /// 0.2-0.3 ms per training; BPE 6.51-6.56 -> 6.26-6.30 ms, BoundlessBPE 7.67-7.81 ->

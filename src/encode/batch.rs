@@ -1,4 +1,4 @@
-//! Many texts at once on the current rayon pool (issue 15, item 3).
+//! Many texts at once on the current rayon pool.
 //!
 //! The texts are cut into groups of consecutive texts of about the same number of bytes,
 //! several per thread, so that work stealing evens out long and short lines.  Each group
