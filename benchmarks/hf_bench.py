@@ -58,6 +58,9 @@ def main() -> None:
     parser.add_argument("--vocab", type=int, default=8000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--threads", type=int, default=None, help="RAYON_NUM_THREADS for the Rust core and tokenizers")
+    parser.add_argument("--batch", type=int, default=None,
+                        help="texts per call, as datasets.map(batched=True) makes them (its default is 1000); "
+                             "default: all texts in one call (padding then pads to the longest of all)")
     args = parser.parse_args()
     if args.threads is not None:
         os.environ["RAYON_NUM_THREADS"] = str(args.threads)  # (tokenizers reads it too)
@@ -84,38 +87,44 @@ def main() -> None:
     padded_native = tokenizers.Tokenizer.from_str(native.to_str())
     padded_native.enable_padding(pad_id=native.token_to_id(eot), pad_token=eot)
 
+    size = args.batch or len(texts)
+    chunks = [texts[i:i + size] for i in range(0, len(texts), size)]
+
+    def per_batch(call: Callable[[list[str]], object]) -> Callable[[], object]:
+        return lambda: [call(chunk) for chunk in chunks]
+
     def generic(**kwargs: object) -> Callable[[], object]:
         def run() -> object:
             tok.fast_batch = False
             try:
-                return tok(texts, **kwargs)
+                return [tok(chunk, **kwargs) for chunk in chunks]
             finally:
                 tok.fast_batch = True
         return run
 
     sw = tok.sw
     rows = [
-        ("superword encode_batch (lists)", lambda: sw.encode_batch(texts, allowed_special="all"), None),
-        ("SuperwordTokenizer tok(texts)", lambda: tok(texts), generic()),
-        ("SuperwordTokenizer tok(texts, padding=True)", lambda: tok(texts, padding=True), generic(padding=True)),
+        ("superword encode_batch (lists)", per_batch(lambda t: sw.encode_batch(t, allowed_special="all")), None),
+        ("SuperwordTokenizer tok(texts)", per_batch(lambda t: tok(t)), generic()),
+        ("SuperwordTokenizer tok(texts, padding=True)", per_batch(lambda t: tok(t, padding=True)), generic(padding=True)),
         ("SuperwordTokenizer tok(texts, return_offsets_mapping=True)",
-         lambda: tok(texts, return_offsets_mapping=True), generic(return_offsets_mapping=True)),
+         per_batch(lambda t: tok(t, return_offsets_mapping=True)), generic(return_offsets_mapping=True)),
         ("SuperwordTokenizer tok(texts, padding=True, return_tensors='np')",
-         lambda: tok(texts, padding=True, return_tensors="np"), generic(padding=True, return_tensors="np")),
+         per_batch(lambda t: tok(t, padding=True, return_tensors="np")), generic(padding=True, return_tensors="np")),
         ("tokenizers encode_batch_fast (stock export)",
-         lambda: native.encode_batch_fast(texts, add_special_tokens=False), None),
+         per_batch(lambda t: native.encode_batch_fast(t, add_special_tokens=False)), None),
         ("tokenizers encode_batch_fast, padding (stock export)",
-         lambda: padded_native.encode_batch_fast(texts, add_special_tokens=False), None),
+         per_batch(lambda t: padded_native.encode_batch_fast(t, add_special_tokens=False)), None),
         ("tokenizers encode_batch, offsets (stock export)",
-         lambda: native.encode_batch(texts, add_special_tokens=False), None),
-        ("PreTrainedTokenizerFast tok(texts) (stock export)", lambda: fast(texts), None),
-        ("PreTrainedTokenizerFast tok(texts, padding=True) (stock export)", lambda: fast(texts, padding=True), None),
+         per_batch(lambda t: native.encode_batch(t, add_special_tokens=False)), None),
+        ("PreTrainedTokenizerFast tok(texts) (stock export)", per_batch(lambda t: fast(t)), None),
+        ("PreTrainedTokenizerFast tok(texts, padding=True) (stock export)", per_batch(lambda t: fast(t, padding=True)), None),
         ("PreTrainedTokenizerFast tok(texts, return_offsets_mapping=True) (stock export)",
-         lambda: fast(texts, return_offsets_mapping=True), None),
+         per_batch(lambda t: fast(t, return_offsets_mapping=True)), None),
     ]
     print(f"{len(texts):,} documents, {megabytes:.1f} MB; BoundlessBPE vocab {model.vocab_size:,} "
           f"({model.num_supermerges:,} supermerges); threads: {os.environ.get('RAYON_NUM_THREADS', 'all cores')} "
-          f"of {os.cpu_count()}; best of {args.repeat}")
+          f"of {os.cpu_count()}; {len(chunks):,} calls of up to {size:,} texts; best of {args.repeat}")
     print()
     print("| call | MB/s | generic path MB/s | share of encode_batch |")
     print("|---|---:|---:|---:|")

@@ -405,7 +405,9 @@ def test_the_batch_encoding_equals_the_generic_path_over_a_grid_of_options(grid_
 
 def test_the_batch_encoding_equals_the_generic_path_on_real_texts(grid_tokenizer, texts):
     tok = grid_tokenizer
-    for kwargs in ({}, {"padding": True}, {"return_offsets_mapping": True},
+    for kwargs in ({}, {"padding": True}, {"return_offsets_mapping": True}, {"padding": True, "return_tensors": "np"},
+                   {"padding": "max_length", "max_length": 4000, "return_tensors": "np", "return_length": True,
+                    "return_special_tokens_mask": True, "return_token_type_ids": True},
                    {"padding": True, "truncation": True, "max_length": 24, "return_tensors": "np",
                     "return_offsets_mapping": True, "return_special_tokens_mask": True}):
         same_encoding(outcome(tok, True, texts, kwargs), outcome(tok, False, texts, kwargs))

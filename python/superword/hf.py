@@ -277,8 +277,16 @@ class SuperwordTokenizer(PreTrainedTokenizer):
 
         As in transformers, one text (not a list) gets its padded length as ``length`` (a batch:
         each text's unpadded length), and one empty text is never padded."""
-        full = self.sw.encode_batch(texts, allowed_special="none" if split_special_tokens else "all")
         bos, eos = self._around() if add_special_tokens else ([], [])
+        if (not single and not return_offsets_mapping and not bos and not eos
+                and str(getattr(return_tensors, "value", return_tensors)) == "np"):
+            arrays = self._numpy_batch(texts, split_special_tokens, padding_strategy, truncation_strategy,
+                                       max_length, pad_to_multiple_of, padding_side, return_token_type_ids,
+                                       return_attention_mask, return_special_tokens_mask, return_length,
+                                       verbose)
+            if arrays is not None:
+                return arrays
+        full = self.sw.encode_batch(texts, allowed_special="none" if split_special_tokens else "all")
         # 1. truncation: for one sequence, "longest_first" and "only_first" cut alike, and
         #    "only_second" has nothing to cut
         ids, kept = full, None  # kept: per text, the slice of its tokens that stays
@@ -342,6 +350,56 @@ class SuperwordTokenizer(PreTrainedTokenizer):
             out["offset_mapping"] = (_offsets_as(offsets, return_tensors) if return_tensors is not None
                                      else offsets[0] if single else offsets)
         return out
+
+    def _numpy_batch(self, texts: list[str], split_special_tokens: bool, padding_strategy: PaddingStrategy,
+                     truncation_strategy: TruncationStrategy, max_length: int | None,
+                     pad_to_multiple_of: int | None, padding_side: str | None,
+                     return_token_type_ids: bool | None, return_attention_mask: bool | None,
+                     return_special_tokens_mask: bool, return_length: bool,
+                     verbose: bool) -> BatchEncoding | None:
+        """The numpy ``BatchEncoding`` of a batch, built from ``encode_batch``'s id buffer
+        without a Python int per id; ``None`` when the list path must decide (a text to cut, a
+        batch whose rows would not all have one length: transformers' own error then)."""
+        import numpy as np
+        flat = self.sw.encode_batch(texts, allowed_special="none" if split_special_tokens else "all",
+                                    return_array=True)
+        lengths = np.diff(flat.bounds).astype(np.int64)
+        longest = int(lengths.max()) if len(lengths) else 0
+        if (truncation_strategy in (TruncationStrategy.LONGEST_FIRST, TruncationStrategy.ONLY_FIRST)
+                and max_length and longest > max_length):
+            return None
+        target = longest if padding_strategy == PaddingStrategy.LONGEST else (
+            max_length if padding_strategy == PaddingStrategy.MAX_LENGTH else None)
+        if target is not None and pad_to_multiple_of is not None and target % pad_to_multiple_of:
+            target = (target // pad_to_multiple_of + 1) * pad_to_multiple_of
+        if target is None:
+            target = longest
+        ragged = bool((lengths != target).any())
+        if len(lengths) == 0 or ragged and (padding_strategy == PaddingStrategy.DO_NOT_PAD or target < longest
+                                            or self.pad_token_id is None):
+            return None
+        side = padding_side if padding_side is not None else self.padding_side
+        if side not in ("left", "right"):
+            raise ValueError(f"Invalid padding strategy:{side}")  # transformers' words
+        columns = np.arange(target)
+        filled = (columns < lengths[:, None]) if side == "right" else (columns >= (target - lengths)[:, None])
+        self._eventual_warn_about_too_long_sequence([0] * longest, max_length, verbose)
+        ids = np.full((len(texts), target), self.pad_token_id or 0, dtype=np.int64)
+        ids[filled] = flat.ids
+        if return_token_type_ids is None:
+            return_token_type_ids = "token_type_ids" in self.model_input_names
+        if return_attention_mask is None:
+            return_attention_mask = "attention_mask" in self.model_input_names
+        data: dict[str, Any] = {"input_ids": ids}
+        if return_token_type_ids:
+            data["token_type_ids"] = np.full(ids.shape, self.pad_token_type_id, dtype=np.int64) * ~filled
+        if return_special_tokens_mask:
+            data["special_tokens_mask"] = (~filled).astype(np.int64)
+        if return_length:
+            data["length"] = lengths
+        if return_attention_mask:
+            data["attention_mask"] = filled.astype(np.int64)
+        return BatchEncoding(data, tensor_type="np")
 
     # -- offsets ----------------------------------------------------------------------------
 
