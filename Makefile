@@ -14,6 +14,7 @@ rust-test:
 	cargo test
 
 lint:               ## formatting, lints and types, Rust and Python (CI runs it)
+	python tools/check_source.py
 	cargo fmt --check
 	cargo clippy --quiet --all-targets -- -D warnings
 	cargo clippy --quiet --all-targets --features python -- -D warnings

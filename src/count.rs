@@ -21,23 +21,23 @@
 //! the runs' share but pay pre-tokenization twice (0.4 s here) and still not work for
 //! iterators.
 //!
-//! Round 11 (issue 12), where counting's time went (`perf`, 100 MB, one thread): interning
+//! Where counting's time went (`perf`, 100 MB, one thread): interning
 //! pretokens in a hashbrown map was a third of a BPE training's counting, half of it waiting
 //! for the key's slot; they are now looked up a block at a time in a [`ByteMap`] with their
 //! slots prefetched ([`BLOCK`]): BPE's counting 0.66 -> 0.41 s.  For BoundlessBPE the runs'
 //! map of boxes was most of the rest (see `crate::seqs`); what is left of its counting is
-//! mostly the kernel zeroing fresh pages for the runs (a quarter of the samples).  Round 12:
-//! the runs are listed rather than added up ([`TableRuns`]), which saves the table that found
+//! mostly the kernel zeroing fresh pages for the runs (a quarter of the samples).
+//! The runs are listed rather than added up ([`TableRuns`]), which saves the table that found
 //! them.
 
 use rayon::prelude::*;
 
+use crate::control::Control;
 use crate::error::{Error, Result};
 use crate::input::{Batch, Documents};
 use crate::pretokenize::classes::{bits, L};
 use crate::pretokenize::Pretokenizer;
 use crate::seqs::{SeqCounter, SeqList, FLAG};
-use crate::train::Control;
 
 use crate::key::{ByteMap, Probe};
 
@@ -52,7 +52,7 @@ const RUNS: &str = "the letter runs of one counting table (count the corpus in p
 /// list would grow with the text), else listed on, with the next check at twice the size.
 /// Stage 3 reads them as sums (`train/candidates.rs`), so a run may come any number of times.
 ///
-/// (Round 12, issue 12: they were always added up, in a [`SeqCounter`], whose slots took 64
+/// (They were always added up, in a [`SeqCounter`], whose slots took 64
 /// MB of fresh pages at 100 MB of Gutenberg beside the records, and a look-up per run.
 /// Listed, counting for BoundlessBPE on one pinned core took 0.80-0.97 -> 0.56-0.60 s, for
 /// 11 MB more records; a table of 65,536 recent runs to add repeats to took back 0.1 s of
@@ -161,7 +161,7 @@ impl Default for Table {
 }
 
 /// Pretokens looked up at once: each is hashed and its slot loaded as it comes, and looked up
-/// when the block is full or the document ends.  (Round 11, issue 12: interning pretokens
+/// when the block is full or the document ends.  (Interning pretokens
 /// in a hashbrown map was a third of a BPE training's counting samples at 100 MB, half of
 /// that waiting for the key's slot.)
 const BLOCK: usize = 16;
@@ -375,7 +375,7 @@ impl<'a> Counter<'a> {
     /// are taken in order, so every piece before it is counted to its end), whichever thread
     /// met it.
     ///
-    /// (Round 13, issue 12.  The batch was cut into one share per table: at 100 MB of
+    /// (The batch was cut into one share per table: at 100 MB of
     /// Gutenberg on two threads one share of a 32 MB batch took up to 40% longer than the
     /// other (0.061 against 0.085 s), the same bytes holding more new pretokens, and the
     /// other thread waited.  Pieces taken as they come keep both threads busy to the end.)

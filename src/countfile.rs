@@ -16,8 +16,15 @@ use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use crate::count::Counts;
-use crate::error::{Error, Result};
+use crate::error::{try_vec, Error, Result};
 use crate::seqs::SeqList;
+
+/// The most pretoken ids the runs of a count file may hold once written out in full, per byte
+/// of the file's body.  A run stores only the ids it does not share with the run before it,
+/// so a few bytes can stand for a long run; a real count file shares a few ids per run (runs
+/// are sentences' letter runs, sorted), far below this, but a crafted one of 356 KB expanded
+/// to about 16 GB.  The same limit in `reference/countfile.py`.
+pub const MAX_RUN_IDS_PER_BYTE: u64 = 32;
 
 /// The first 8 bytes of every count file.
 pub const MAGIC: &[u8; 8] = b"SWCOUNTS";
@@ -368,7 +375,10 @@ impl CountTable {
 
     /// [`CountTable::from_bytes`] with errors naming `name` (the file's).
     pub fn parse(data: &[u8], name: &str) -> Result<CountTable> {
-        CountTable::from_bytes(data).map_err(|e| Error::Value(format!("{name}: {e}")))
+        CountTable::from_bytes(data).map_err(|e| match e {
+            Error::Memory(m) => Error::Memory(format!("{name}: {m}")),
+            e => Error::Value(format!("{name}: {e}")),
+        })
     }
 
     /// Parse a count file.  Errors say what is wrong; the caller adds the file's name.
@@ -526,6 +536,9 @@ impl<'a> Reader<'a> {
         let with_runs = self.flag("the runs flag")?;
         let documents = self.varint("the document count")?;
         let pretokens = self.varint("the pretoken count")?;
+        // the patterns pass the checks of every other door (`train(pattern=...)`, model files),
+        // although training on counts never pre-tokenizes with them
+        crate::pretokenize::Pretokenizer::new(&pattern, script_pattern.as_deref(), scripts.as_deref())?;
         let settings = CountSettings {
             pattern,
             script_pattern,
@@ -569,14 +582,24 @@ impl<'a> Reader<'a> {
         if n > 0 && !with_runs {
             return Err(self.bad("runs in a file whose header says it has none"));
         }
-        let mut runs: Vec<(Box<[u32]>, u64)> = Vec::with_capacity(n);
+        let mut runs: Vec<(Box<[u32]>, u64)> = try_vec(n, "the runs")?;
         let mut run: Vec<u32> = Vec::new();
+        let most = MAX_RUN_IDS_PER_BYTE.saturating_mul(self.data.len() as u64);
+        let mut expanded = 0u64;
         for i in 0..n {
             let shared = self.varint("a run's shared length")?;
             if shared > run.len() as u64 {
                 return Err(self.bad(&format!("run {i} shares more than the previous run has")));
             }
             let rest = self.len("a run's length", 1)?;
+            // (checked before the run is written out: the shared ids cost no bytes here)
+            expanded = expanded.saturating_add(shared + rest as u64);
+            if expanded > most {
+                return Err(self.bad(&format!(
+                    "the runs, written out in full, hold more than {MAX_RUN_IDS_PER_BYTE} pretoken \
+                     ids per byte of the file (at run {i}); runs never share that much"
+                )));
+            }
             run.truncate(shared as usize);
             for _ in 0..rest {
                 let id = self.varint("a run's pretoken id")?;
@@ -595,7 +618,9 @@ impl<'a> Reader<'a> {
             if c == 0 {
                 return Err(self.bad("a run counted 0 times"));
             }
-            runs.push((run.as_slice().into(), c));
+            let mut boxed: Vec<u32> = try_vec(run.len(), "a run")?;
+            boxed.extend_from_slice(&run);
+            runs.push((boxed.into_boxed_slice(), c));
         }
         if self.left() != 0 {
             return Err(self.bad("bytes after the last section"));
@@ -615,10 +640,10 @@ impl<'a> Reader<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::control::Silent;
     use crate::count::count_documents;
     use crate::input::{Batch, Documents};
     use crate::pretokenize::{Pretokenizer, GPT4O, MERGE_PATTERN};
-    use crate::train::Silent;
 
     struct Docs(Vec<String>);
 
@@ -730,6 +755,51 @@ mod tests {
         data.extend_from_slice(&crc.sum().to_le_bytes());
         let e = CountTable::from_bytes(&data).unwrap_err().to_string();
         assert!(e.contains("more than the bytes left"), "{e}");
+    }
+
+    fn with_body(body: &[u8]) -> Vec<u8> {
+        let mut data = MAGIC.to_vec();
+        data.extend_from_slice(&VERSION.to_le_bytes());
+        data.extend_from_slice(&(body.len() as u64).to_le_bytes());
+        data.extend_from_slice(body);
+        let mut crc = flate2::Crc::new();
+        crc.update(&data);
+        data.extend_from_slice(&crc.sum().to_le_bytes());
+        data
+    }
+
+    #[test]
+    fn runs_that_share_too_much_are_refused_before_they_are_written_out() {
+        // one long run, then runs that each keep all but its last id and add one: a few bytes
+        // per run, a whole long run each once expanded
+        let (long, many) = (2000u64, 2000u64);
+        let mut body = Vec::new();
+        put_str(&mut body, "p");
+        body.push(0);
+        put_str(&mut body, "m");
+        body.push(1);
+        put_varint(&mut body, 1);
+        put_varint(&mut body, 1);
+        put_varint(&mut body, 2);
+        put_str(&mut body, "a");
+        put_varint(&mut body, u64::MAX / 2);
+        put_str(&mut body, "b");
+        put_varint(&mut body, 1);
+        put_varint(&mut body, many + 1);
+        put_varint(&mut body, 0);
+        put_varint(&mut body, long);
+        for _ in 0..long {
+            put_varint(&mut body, 0);
+        }
+        put_varint(&mut body, 1);
+        for k in 0..many {
+            put_varint(&mut body, long - 1 - k);
+            put_varint(&mut body, 1);
+            put_varint(&mut body, 1);
+            put_varint(&mut body, 1);
+        }
+        let e = CountTable::from_bytes(&with_body(&body)).unwrap_err().to_string();
+        assert!(e.contains("pretoken ids per byte of the file"), "{e}");
     }
 
     #[test]

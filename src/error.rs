@@ -13,6 +13,10 @@ pub enum Error {
     /// Other I/O failures: Python `OSError`.
     #[error("{0}")]
     Io(String),
+    /// An allocation whose size came from the input could not be made: Python `MemoryError`
+    /// (checked before allocating, so that running out is an exception, not an abort).
+    #[error("{0}")]
+    Memory(String),
     /// The core could not start its threads, or failed inside: Python `RuntimeError`.
     #[error("{0}")]
     Runtime(String),
@@ -30,6 +34,19 @@ impl Error {
             "internal error in superword's Rust core (please report it): {what}"
         ))
     }
+}
+
+/// A vector of `n` items, or [`Error::Memory`] saying what it was for when the allocator
+/// refuses (`what` names the input: "count file x.counts: the runs").
+pub fn try_vec<T>(n: usize, what: &str) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| {
+        Error::Memory(format!(
+            "{what}: out of memory ({n} items of {} bytes could not be allocated)",
+            std::mem::size_of::<T>()
+        ))
+    })?;
+    Ok(v)
 }
 
 /// Run `f`, turning a panic into [`Error::internal`], so that a bug reaches Python as an

@@ -8,7 +8,7 @@
 //! threads, the next block is read (decompressed, checked to be UTF-8, its lines found) on a
 //! thread of its own meanwhile: on the calling thread that was a serial 0.07-0.28 s per 100 MB
 //! of plain text between the parallel batches, and gzip's decompression (about 0.5 s) more.
-//! (Round 13: finding the lines moved there too; splitting a 32 MB block into lines on the
+//! (Finding the lines moved there too; splitting a 32 MB block into lines on the
 //! calling thread was 8-10 ms between batches, a tenth of a batch on two threads.)
 
 use std::fs::File;
@@ -205,7 +205,7 @@ fn jsonl_text(line: &str, path: &str, number: usize, field: &str) -> Result<Opti
 
 /// A batch of documents: the texts themselves, or the lines of a `.jsonl` file, each a record
 /// holding one (or blank).  Records are parsed where the batch is counted, in parallel (see
-/// `count::Counter::add_batch`).  (Round 13, issue 12: they were parsed on the calling thread
+/// `count::Counter::add_batch`).  (They were parsed on the calling thread
 /// between batches, 0.15 s per 100 MB that no other thread could share.)
 #[derive(Clone, Copy)]
 pub enum Batch<'a> {
@@ -341,7 +341,7 @@ pub struct Files {
 /// The byte order mark some editors put at the start of a UTF-8 file: not text.
 const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 
-/// The size of the blocks in which files are read.  (Round 13, issue 12: 32 MB before.  Two
+/// The size of the blocks in which files are read.  (32 MB before.  Two
 /// blocks are in memory while the next is read, and a block's buffer is fresh pages the first
 /// time: with 8 MB a BPE training of 100 MB of Gutenberg on two threads peaked at 167 MB
 /// instead of 215, and its counting took 0.263 s instead of 0.353 (medians of nine
@@ -382,7 +382,7 @@ struct Block {
 
 /// The first block of a stream is read at most this big, each next one twice as big as the
 /// one before, up to the block size asked for: the workers wait for the first block only.
-/// (Round 13, issue 12: a first block of 32 MB kept both threads of a BPE training of 100 MB
+/// (A first block of 32 MB kept both threads of a BPE training of 100 MB
 /// idle for its first 0.03 s, a tenth of its counting.)
 const FIRST_BLOCK_BYTES: usize = 1 << 20;
 

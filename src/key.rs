@@ -504,15 +504,15 @@ impl ByteMap {
 /// key that is not in the map to the caller once more before the block's lookups, so that
 /// encoding could prefetch its slot in the per-thread pretoken cache (`ByteMap::get` there is
 /// a tenth of a 32K BPE model's samples on 10 MB): 131.9 against 140.1 MB per CPU-second.
-/// Tried again in round 9 without the second search (the block's answers kept, the keys not
+/// Tried again without the second search (the block's answers kept, the keys not
 /// in the map told to the caller first, then every key handed over with its answer; cl100k,
 /// where that cache's `ByteMap::get` is 16 % of the samples on 100,000-character texts,
 /// nearly all of it waiting for the slot): slower again, 137.2 against 156.2 MB per
 /// CPU-second on those texts and 150.5 against 162.9 on lines (interleaved in one process).
-/// Also dropped in round 9: buckets of four slots compared at once with SSE2, which halved
+/// Also dropped: buckets of four slots compared at once with SSE2, which halved
 /// the shortcut's mispredicted branches (callgrind) but added 20-25 instructions a pretoken,
 /// for no gain in time; putting a vocabulary's tokens in by rank did most of that for free
-/// (see `RankEncoder::new`).  Since round 10 the encoders look their pretokens up in a
+/// (see `RankEncoder::new`).  The encoders look their pretokens up in a
 /// per-thread table that holds the tokens and the cache's entries alike (see
 /// `PieceCache::seeded`), which `found` adds to as it goes ([`Holds`]).
 pub struct Prefetched<'a, 'w, H: Holds, F: FnMut(&mut H, &'a [u8], Option<u32>)> {

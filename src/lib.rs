@@ -25,6 +25,7 @@
 //! PyO3 lives only in `src/py/`, behind the `python` feature that maturin turns on, so
 //! `cargo test` exercises the algorithms without a Python interpreter.
 
+pub mod control;
 pub mod count;
 pub mod countfile;
 pub mod encode;

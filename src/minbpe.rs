@@ -18,11 +18,11 @@ use std::collections::BinaryHeap;
 
 use rustc_hash::FxHashMap;
 
+use crate::control::Control;
 use crate::encode::cache::{self, PieceCache};
 use crate::encode::merge_by_rank;
 use crate::error::Result;
 use crate::pretokenize::Matcher;
-use crate::train::Control;
 
 const NONE: u32 = u32::MAX;
 
@@ -369,7 +369,7 @@ mod encoder_tests {
         let text = "the cat sat on the mat; the mat sat on the cat, 123 456 the the cat's hat!\n".repeat(20);
         let gpt4 = Matcher::new(crate::pretokenize::cl100k::MINBPE_GPT4, "pattern").unwrap();
         let chunks = distinct_chunks(&text, Some(&gpt4)).unwrap();
-        let merges = train(&chunks, 40, 1, &crate::train::Silent, |_| Ok(())).unwrap();
+        let merges = train(&chunks, 40, 1, &crate::control::Silent, |_| Ok(())).unwrap();
         let merges: Vec<((u32, u32), u32)> = merges.iter().map(|m| (m.pair, m.id)).collect();
         let pattern = crate::pretokenize::cl100k::MINBPE_GPT4;
         let plain = MinbpeEncoder::new(merges.clone(), Some(pattern))

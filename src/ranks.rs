@@ -302,7 +302,7 @@ impl RankEncoder {
     /// The pieces of `text` go through in blocks, each piece's slot prefetched first (see
     /// `Encoder::encode_pieces`).
     ///
-    /// Where the time goes (round 9; cl100k, 4 MB of Gutenberg cut into 100,000-character
+    /// Where the time goes (cl100k, 4 MB of Gutenberg cut into 100,000-character
     /// texts, one pinned core; 866,000 pieces of 4.6 bytes, 93 % of them tokens).  A
     /// throw-away example binary timed each stage alone: the matcher 3.8 ns a piece, with the
     /// prefetched shortcut 14-16 ns, the whole encoding 19-23 ns; fastokens spends about 13 ns
@@ -319,7 +319,7 @@ impl RankEncoder {
     ///   29 %, the shortcut's search 21 %, and the per-thread cache's `ByteMap::get` for
     ///   the 7 % of pieces that are not tokens 16 %, nearly all of it waiting for the
     ///   slot's cache line.  Prefetching those slots a block ahead was slower (see
-    ///   `Prefetched`).  Round 10 keeps the tokens and the pieces a thread has merged in one
+    ///   `Prefetched`).  It keeps the tokens and the pieces a thread has merged in one
     ///   table per thread, as fastokens does, so every piece's one slot is prefetched alike
     ///   (`PieceCache::seeded`, with its figures).  What is left on these texts (perf):
     ///   the matcher with hashing and prefetching 45 %, the lookups 22 %, and copying a

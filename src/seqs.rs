@@ -7,7 +7,7 @@
 //! flag (a segment that is a whole candidate); the same ids with and without it are two
 //! sequences.
 //!
-//! (Round 11, issue 12.  The runs were a hash map of boxed runs, which does not keep the
+//! (The runs were a hash map of boxed runs, which does not keep the
 //! hashes: each time it grew, every box was read again to rehash it (at 100 MB of Gutenberg,
 //! 2.7 M distinct runs, `perf` put 14% of a BoundlessBPE training there).  Here growing moves
 //! slots only, a sequence is copied once to the end of a chunk instead of allocated, chunks

@@ -100,7 +100,17 @@ pub fn parallel<R: Send>(f: impl FnOnce() -> R + Send) -> Result<R> {
     if rayon::current_thread_index().is_some() {
         return Ok(f());
     }
-    Ok(pool(None)?.install(f))
+    Ok(pool(threads_from_environment())?.install(f))
+}
+
+/// The workers `RAYON_NUM_THREADS` asks for, as rayon itself reads it: unset, empty, `0` or
+/// not a number means all cores.  (Calls from Python pass their count; this is for the
+/// steps that run outside such a call, such as building an encoder when a model loads.)
+fn threads_from_environment() -> Option<usize> {
+    std::env::var("RAYON_NUM_THREADS")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|&n| n > 0)
 }
 
 /// The kept pools, held across a `fork` (Python's `os.register_at_fork`, see `src/py/`):
@@ -180,7 +190,7 @@ impl<E: Send + From<Error>> Watch<E> {
     /// An error kept by [`Watch::fail`] comes back instead of the work's result.
     ///
     /// A training runs on a worker of the pool it trains on: its `pool.install` calls then run
-    /// where they are, on a worker whose memory is warm.  (Round 11, taylorswift.txt at 5,000,
+    /// where they are, on a worker whose memory is warm.  (taylorswift.txt at 5,000,
     /// one thread, medians of 21 trainings, two interleaved runs: a thread started and ended
     /// per training, and two switches of threads for each stage that entered the pool, cost
     /// 0.2-0.3 ms per training; BPE 6.51-6.56 -> 6.26-6.30 ms, BoundlessBPE 7.67-7.81 ->

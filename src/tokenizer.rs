@@ -6,7 +6,7 @@ use std::sync::{Arc, OnceLock};
 
 use crate::encode::{Encode, Encoder};
 use crate::error::{Error, Result};
-use crate::model::{v2, Model};
+use crate::model::{no_id_left, v2, Model};
 use crate::ranks::{self, RankEncoder};
 
 // one value per Python tokenizer, kept behind an `Arc`: the size of the variants does not matter
@@ -237,14 +237,6 @@ impl Tokenizer {
             Tokenizer::Ranks(r) => Ok(ranks::dumps(r.items())),
         }
     }
-}
-
-/// The error for a special token that would need an id beyond 32 bits.
-pub fn no_id_left(token: &str) -> Error {
-    Error::Value(format!(
-        "no id is left for the special token {}: token ids are 32-bit",
-        crate::input::py_repr(token)
-    ))
 }
 
 /// The encoder of a superword model, built now if it was not yet.

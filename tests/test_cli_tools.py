@@ -6,6 +6,7 @@ import hashlib
 import io
 import json
 import math
+import os
 import re
 import shutil
 import subprocess
@@ -288,3 +289,14 @@ def test_plot_refuses_a_format_it_cannot_write(tmp_path):
     result = run("plot", model("word"), "--on", str(TEXT), "-o", str(tmp_path / "fig.xyz"), ok=False)
     assert result.returncode == 2 and b"fig.xyz: matplotlib cannot write .xyz files" in result.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_terminal_without_utf8_gets_escapes_not_an_error(tmp_path):
+    # Windows pipes are cp1252 unless Python runs in UTF-8 mode; the visible space is not in it
+    model = tmp_path / "m.model"
+    superword.train(["the cat sat on the mat"] * 50, 260, "bpe").save(model)
+    env = {**os.environ, "PYTHONIOENCODING": "cp1252", "PYTHONUTF8": "0"}
+    done = subprocess.run([sys.executable, "-m", "superword", "encode", str(model), "the cat"],
+                          capture_output=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert b"\\u2423" in done.stdout  # the visible space, escaped

@@ -5,7 +5,16 @@ the end fuzz the same readers."""
 from __future__ import annotations
 
 import base64
+import hashlib
+import json
+import os
+import re
+import resource
+import struct
+import subprocess
+import sys
 import time
+import zlib
 
 import pytest
 import superword
@@ -330,3 +339,200 @@ def test_a_rank_file_without_some_bytes_names_them_when_encoding(tmp_path, backe
 def test_an_old_ngrams_section_with_a_huge_count(tmp_path, model_text, backend):
     with pytest.raises(ValueError, match=r"m\.model, line \d+: file ends early"):
         load_text(tmp_path, model_text + f"ngrams\n{10**14}\nĠthe Ġcat\n", backend)
+
+
+# -- small files that stood for huge structures (run in a child under a memory limit) --------
+
+def run_limited(code: str, memory: int = 1 << 30, timeout: float = 60) -> subprocess.CompletedProcess:
+    """Run ``code`` in a child Python whose address space is limited to ``memory`` bytes, so
+    that a reader that builds too much fails there (MemoryError, or an abort) and the machine
+    stays safe.  The child prints what it wants the test to see."""
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                          timeout=timeout, preexec_fn=limit)
+
+
+def count_file_with_shared_runs(long: int, many: int) -> bytes:
+    """A valid count file (its checksum right) whose runs share all but one id with the run
+    before: one run of ``long`` ids, then ``many`` runs that each keep one id fewer and add
+    one.  Written out in full, the runs hold about ``long * many`` ids."""
+    from superword.reference.countfile import MAGIC, VERSION, _str, _varint
+    body = bytearray()
+    _str(body, r"\w+|\s+|[^\w\s]+")
+    body.append(0)
+    _str(body, r"\p{L}")
+    body.append(1)
+    _varint(body, 1)
+    _varint(body, 1)
+    _varint(body, 2)
+    for word, count in (("a", 2**62), ("b", 1)):
+        _str(body, word)
+        _varint(body, count)  # (the second count is the drop from the first)
+    _varint(body, many + 1)
+    _varint(body, 0)
+    _varint(body, long)
+    body += b"\x00" * long
+    _varint(body, 1)
+    for k in range(many):
+        for v in (long - 1 - k, 1, 1, 1):
+            _varint(body, v)
+    data = MAGIC + struct.pack("<IQ", VERSION, len(body)) + bytes(body)
+    return data + struct.pack("<I", zlib.crc32(data))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_count_file_whose_runs_expand_to_16_gb_is_refused_before_expanding(tmp_path, backend):
+    # 600 KB with a valid checksum: about 4e9 ids (16 GB) once written out; this aborted the
+    # interpreter (SIGABRT) under a 4 GB limit
+    path = tmp_path / "big.counts"
+    path.write_bytes(count_file_with_shared_runs(90_000, 89_000))
+    code = (f"import superword\nfor f in (lambda p: superword.load_counts(p, backend={backend!r}),\n"
+            f"          lambda p: superword.merge_counts([p, p], backend={backend!r}),\n"
+            f"          lambda p: superword.train(counts=p, vocab_size=300, backend={backend!r})):\n"
+            f"    try:\n        f({str(path)!r})\n    except ValueError as e:\n        print(e)\n")
+    out = run_limited(code, memory=1 << 30)
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = out.stdout.splitlines()
+    assert len(lines) == 3
+    for line in lines:
+        assert line.startswith(str(path)) and "32 pretoken ids per byte of the file" in line, line
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_runs_that_share_a_little_still_load(tmp_path, backend):
+    path = tmp_path / "ok.counts"
+    path.write_bytes(count_file_with_shared_runs(60, 50))
+    counts = superword.load_counts(path, backend=backend)
+    assert counts.to_bytes() == path.read_bytes()
+
+
+def test_a_339_byte_minbpe_file_of_doubling_merges_is_refused(tmp_path):
+    # each merge k = (k-1, k-1) doubled a token: building the vocabulary ran out of memory
+    lines = ["minbpe v1", "", "0", "97 97", *(f"{k - 1} {k - 1}" for k in range(257, 300))]
+    path = tmp_path / "d.model"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    code = (f"from superword.minbpe import RegexTokenizer\nimport superword\n"
+            f"for f in (lambda p: RegexTokenizer().load(p), superword.open_tokenizer):\n"
+            f"    try:\n        f({str(path)!r})\n    except ValueError as e:\n        print(e)\n")
+    out = run_limited(code, memory=1 << 30, timeout=30)
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = out.stdout.splitlines()
+    assert len(lines) == 2, out.stdout
+    for line in lines:
+        assert re.search(rf"{re.escape(str(path))}, line 2\d: the merges' tokens add up to more than", line), line
+
+
+def test_a_minbpe_file_of_long_tokens_within_the_limit_loads(tmp_path):
+    # 16 doublings: a 65,536-byte token, as a BasicTokenizer trained on "a" * 70_000 makes
+    tok = RegexTokenizer(pattern="")
+    tok.merges = {(97, 97): 256, **{(k - 1, k - 1): k for k in range(257, 272)}}
+    tok.save(tmp_path / "long")
+    again = RegexTokenizer()
+    again.load(tmp_path / "long.model")
+    assert len(again.vocab[271]) == 2**16
+    assert again.encode_ordinary("a" * 2**16) == [271]
+
+
+def test_a_tiny_provenance_sidecar_with_the_right_checksum_is_ignored_not_a_crash(tmp_path):
+    # 120 bytes: the right format and model_sha256, nothing else: `superword stats` died
+    # with a KeyError traceback
+    tok = superword.train(DOCS, 270, "bpe", backend="rust")
+    model = tmp_path / "m.model"
+    tok.save(model)
+    sidecar = tmp_path / "m.model.json"
+    digest = hashlib.sha256(model.read_bytes()).hexdigest()
+    sidecar.write_text(json.dumps({"format": "superword provenance 1", "model_sha256": digest}))
+    out = subprocess.run([sys.executable, "-m", "superword", "stats", str(model), "--on",
+                          str(GOLDEN / "docs.txt") if (GOLDEN / "docs.txt").exists() else str(model)],
+                         capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p)))
+    assert "Traceback" not in out.stderr, out.stderr[-2000:]
+    assert "provenance sidecar ignored, its field" in out.stderr
+    with pytest.warns(UserWarning, match="provenance sidecar ignored, its field 'superword_version'"):
+        again = superword.Tokenizer.load(model)
+    assert again.provenance is None
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("key,value,message", [
+    ("main_regex", 5, "'main_regex' is not a string"),
+    ("script_specific_regex", ["x"], "'script_specific_regex' is not a string"),
+    ("script_specific_scripts", "Han", "'script_specific_scripts' is not a list"),
+    ("script_specific_scripts", [1], "script names must be strings"),
+    ("tau", "1.1", "'tau' is not a number"),
+    ("tau", True, "'tau' is not a number"),
+    ("blowup", 0, "'blowup' is not a boolean"),
+    ("is_super", 0, "'is_super' is not a boolean"),
+    ("merge_pattern", None, "'merge_pattern' is not a string"),
+])
+def test_config_fields_of_the_wrong_type_are_value_errors_in_both_backends(tmp_path, model_text, backend,
+                                                                            key, value, message):
+    lines = model_text.split("\n")
+    words = lines.index("words") + 1
+    config = json.loads(lines[words])
+    config[key] = value
+    lines[words] = json.dumps(config)
+    with pytest.raises(ValueError, match=rf"m\.model, line {words + 1}: bad config JSON \({re.escape(message)}\)"):
+        load_text(tmp_path, "\n".join(lines), backend)
+
+
+# -- one rule, every door: a pattern that matches the empty string -------------------------
+
+EMPTY_MATCHERS = [r"\w*|\s", r"[a-z]+|(?=\d)|\s|\W|\d|[A-Z]"]
+
+
+def door_train(tmp_path, pattern, backend):
+    superword.train(DOCS, 280, "bpe", pattern=pattern, backend=backend)
+
+
+def door_model_file(tmp_path, pattern, backend):
+    text = superword.train(DOCS, 280, "bpe", pattern=r"\w+|\s+|[^\w\s]+", backend="reference").model_text()
+    load_text(tmp_path, text.replace(json.dumps(r"\w+|\s+|[^\w\s]+"), json.dumps(pattern)), backend)
+
+
+def door_count_file(tmp_path, pattern, backend):
+    from superword.reference import countfile
+    from superword.reference.count import Counts as RefCounts
+    settings = countfile.CountSettings(pattern, None, None, r"\p{L}", True)
+    data = countfile.to_bytes(RefCounts({"the": 3, " cat": 2}, {("the", " cat"): 2}, 2, 5), settings)
+    path = tmp_path / "c.counts"
+    path.write_bytes(data)
+    superword.train(counts=path, vocab_size=260, backend=backend)
+
+
+def door_tiktoken(tmp_path, pattern, backend):
+    superword.Tokenizer.from_tiktoken(ranks_file(tmp_path), pattern, backend=backend)
+
+
+def door_minbpe(tmp_path, pattern, backend):
+    superword.open_tokenizer(minbpe_file(tmp_path, pattern=pattern), backend=backend)
+
+
+def door_hf(tmp_path, pattern, backend):
+    tok = superword.train(DOCS, 280, "bpe", script_aware=False, backend="rust")
+    tok.save_hf(tmp_path / "hf")
+    path = tmp_path / "hf" / "tokenizer.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    def put(node):
+        if isinstance(node, dict):
+            if node.get("type") == "Split" and isinstance(node.get("pattern"), dict):
+                node["pattern"] = {"Regex": pattern}
+            for v in node.values():
+                put(v)
+        elif isinstance(node, list):
+            for v in node:
+                put(v)
+    put(data)
+    path.write_text(json.dumps(data), encoding="utf-8")
+    superword.Tokenizer.from_hf(path, backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("pattern", EMPTY_MATCHERS)
+@pytest.mark.parametrize("door", [door_train, door_model_file, door_count_file, door_tiktoken,
+                                  door_minbpe, door_hf])
+def test_a_pattern_that_matches_the_empty_string_is_refused_at_every_door(tmp_path, backend, pattern, door):
+    with pytest.raises(ValueError, match="matches the empty string"):
+        door(tmp_path, pattern, backend)

@@ -112,3 +112,18 @@ def test_byte_ranges_cut_at_line_ends_give_the_documents_of_the_whole_file(tmp_p
     assert all(a[2] == b[1] for a, b in zip(ranges, ranges[1:]))
     pieces = [doc for p, start, end in ranges for doc in _inputs.read_range(p, start, end)]
     assert pieces == list(_inputs.read_file(str(path)))
+
+
+def test_a_tokenizer_travels_to_ray_tasks_and_gives_the_same_ids(ray_cluster):
+    texts = [f"the cat sat on the mat {i} times, and then the dog" for i in range(3000)]
+    tok = superword.train(texts, 400, "superbpe", supermerges=40)
+    tok.register_special_tokens(["<|end|>"])
+    texts = [t + "<|end|>" for t in texts]
+
+    @ray_cluster.remote
+    def encode(tokenizer, chunk):
+        return tokenizer.encode_batch(chunk, allowed_special="all")
+
+    shared = ray_cluster.put(tok)  # the tokenizer pickled once, into the object store
+    parts = ray_cluster.get([encode.remote(shared, texts[i:i + 1000]) for i in range(0, 3000, 1000)])
+    assert sum(parts, []) == tok.encode_batch(texts, allowed_special="all")

@@ -109,12 +109,12 @@ def test_rayon_num_threads_sets_the_default(monkeypatch):
 @linux_only
 @pytest.mark.skipif(_api.available_cores() < 2, reason="needs two cores to tell 1 worker from all")
 def test_rayon_num_threads_reaches_the_core(tmp_path):
-    """In a fresh process, the first parallel call starts RAYON_NUM_THREADS workers (else one
-    per core)."""
+    """In a fresh process, loading a model and encoding a batch start RAYON_NUM_THREADS workers
+    (else one per core), in one pool."""
     superword.train(DOCS, 260, "bpe").save(tmp_path / "m.model")
     script = ("import os, sys, superword\n"
-              "tok = superword.Tokenizer.load(sys.argv[1])\n"
               "before = len(os.listdir('/proc/self/task'))\n"
+              "tok = superword.Tokenizer.load(sys.argv[1])\n"
               "tok.encode_batch(['the cat'] * 100)\n"
               "print(len(os.listdir('/proc/self/task')) - before)\n")
 

@@ -5,12 +5,13 @@
 mod common;
 
 use common::{golden, texts};
+use superword::control::Silent;
 use superword::encode::Encoder;
 use superword::input::Files;
 use superword::model::v2;
 use superword::pretokenize::{DEFAULT_SCRIPTS, GPT4O, SCRIPT_SPECIFIC_GPT4O};
 use superword::train::bpe::Picky;
-use superword::train::{train, Config, Silent};
+use superword::train::{train, Config};
 
 /// A golden folder's settings (see its README).
 #[derive(Clone, Copy)]

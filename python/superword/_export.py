@@ -56,8 +56,12 @@ from collections.abc import Iterable, Iterator
 from importlib import resources
 from typing import Any
 
+import regex
+
+from . import _hf_folder
 from ._specials import _check_special_overlaps, _lone_surrogate
 from .reference import model as _model
+from .reference.encode import Encoder, pretokenizer_for
 from .reference.merging import Merge
 from .reference.pretokenize import GPT4O, SCRIPT_SPECIFIC_GPT4O
 from .reference.tokens import CHAR_TO_BYTE, render
@@ -281,7 +285,6 @@ def word_joins(model: _model.Model) -> dict[str, set[str]]:
     reachable word tokens count (a pretoken with that text becomes that one token), which
     every part of a trained model's supermerge is.  A seam between two words that no
     supermerge joins is never crossed by our encoding."""
-    from .reference.encode import Encoder, pretokenizer_for
     encoder = Encoder(model)
     pretokens = pretokenizer_for(model).pretokenize
     joins: dict[str, set[str]] = {}
@@ -361,7 +364,6 @@ def _coarse(joins: dict[str, set[str]], word_letters: list[tuple[int, int]],
     join when both are words of the table.  Joining a seam that no supermerge joins changes
     nothing for ``tokenizers`` and seldom anything for tiktoken (see ``docs/exports.md``).
     A word whose text the word alternatives do not match as one pretoken is left out."""
-    import regex
     first_cut = regex.compile("|".join(_from_oniguruma(explicit_classes(w), "<pattern>") for w in words))
     script_word = None
     if script_letters:
@@ -462,11 +464,16 @@ def _roles(model: _model.Model, roles: dict[str, str | None]) -> dict[str, str]:
 
 def save_hf(tok: Any, directory: str | os.PathLike[str], overwrite: bool = False,
             roles: dict[str, str | None] | None = None, model_max_length: int | None = None) -> None:
-    """Write the three files into ``directory`` (created if needed).
+    """Write the three files into ``directory`` (created if needed); for a superword model,
+    whose stock ``tokenizer.json`` is approximate, also the model file and the code file that
+    ``tokenizer_config.json``'s ``auto_map`` names (see ``superword._hf_folder``), so that
+    ``AutoTokenizer.from_pretrained(directory, trust_remote_code=True)`` gives exactly our ids.
+    AutoTokenizer then always takes that exact path (without the flag it refuses the folder);
+    ``tokenizer.json`` stays for readers that ask for it by name.
 
-    A directory holding other files is refused unless ``overwrite=True`` (then the three files
-    are replaced; nothing else is touched).  All files are written to a temporary directory
-    first and renamed into place."""
+    A directory holding other files is refused unless ``overwrite=True`` (then the files
+    written are replaced; nothing else is touched).  All files are written to a temporary
+    directory first and renamed into place."""
     if not isinstance(overwrite, bool):
         raise TypeError(f"overwrite must be True or False, got {type(overwrite).__name__}")
     if model_max_length is not None:
@@ -483,10 +490,18 @@ def save_hf(tok: Any, directory: str | os.PathLike[str], overwrite: bool = False
             raise ValueError(f"{directory} is not empty ({len(os.listdir(directory))} entries); pass "
                              f"overwrite=True (--overwrite) to replace its tokenizer files")
     named = _roles(model, roles or {})
+    config = _config(model, named, model_max_length)
+    exact = {}
+    if model.kind != "word":
+        config.update(_hf_folder.config_entries())
+        # (the loop below ends every file with one newline)
+        exact = {_hf_folder.MODEL_FILE: tok.model_text().removesuffix("\n"),
+                 _hf_folder.CODE_FILE: _hf_folder.code_text().removesuffix("\n")}
     texts = {
         "tokenizer.json": json.dumps(hf_json(model), ensure_ascii=False, indent=1),
-        "tokenizer_config.json": json.dumps(_config(model, named, model_max_length), ensure_ascii=False, indent=1),
+        "tokenizer_config.json": json.dumps(config, ensure_ascii=False, indent=1),
         "special_tokens_map.json": json.dumps(named, ensure_ascii=False, indent=1),
+        **exact,
     }
     try:
         os.makedirs(directory, exist_ok=True)
@@ -901,3 +916,140 @@ def tiktoken_agreement(tok: Any, path: str, pattern: str, texts: list[str]) -> d
                             mergeable_ranks=load_tiktoken_bpe(path), special_tokens={})
     return agreement(tok.encode_batch(texts, allowed_special="none"),
                      enc.encode_ordinary_batch(texts))
+
+
+# -- ranks models (tiktoken, tokenizer.json imports) as tokenizer.json --------------------------
+
+def recover_merges(tok: Any) -> list[tuple[bytes, bytes]]:
+    """The merges of a ranks model, in rank order: each token's two parts are what rank BPE
+    makes of its bytes with only the lower ranks allowed.  A token that does not come out as
+    exactly two parts cannot be made by a merge, and is refused."""
+    rank = {raw: i for i, raw, _ in tok}
+    merges = []
+    for raw, r in sorted(rank.items(), key=lambda kv: kv[1]):
+        if len(raw) == 1:
+            continue
+        parts = [raw[i:i + 1] for i in range(len(raw))]
+        while len(parts) > 2:
+            best, at = None, -1
+            for i in range(len(parts) - 1):
+                q = rank.get(parts[i] + parts[i + 1])
+                if q is not None and q < r and (best is None or q < best):
+                    best, at = q, i
+            if best is None:
+                break
+            parts[at:at + 2] = [parts[at] + parts[at + 1]]
+        if len(parts) != 2 or any(p not in rank for p in parts):
+            raise ValueError(f"token {r} ({render(raw)}) is made by no merge of lower-ranked tokens; "
+                             f"this ranks model has no merges form")
+        merges.append((parts[0], parts[1]))
+    return merges
+
+
+def oniguruma_pattern(pattern: str) -> str:
+    r"""``pattern`` for ``tokenizers`` (Oniguruma, Ruby syntax), where ``X{n,m}+`` is not a
+    possessive repeat, as in our engines and tiktoken's, but ``(X{n,m})+``: it is written
+    ``(?>X{n,m})``, the atomic group that means the same.  ``?+``, ``*+`` and ``++`` are
+    possessive in both dialects and stay.
+
+    >>> print(oniguruma_pattern(r"\p{N}{1,3}+|[a-z]{2}+|(ab){1,2}+|x{3}"))
+    (?>\p{N}{1,3})|(?>[a-z]{2})|(?>(ab){1,2})|x{3}
+    """
+    out: list[str] = []
+    opens: list[int] = []  # where the groups still open start in `out`
+    last = -1  # where the last atom starts in `out`
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            end = i + 2
+            if pattern[i + 1:i + 2] in ("p", "P", "x") and pattern[i + 2:i + 3] == "{":
+                end = pattern.index("}", i) + 1
+            last = len(out)
+            out.append(pattern[i:end])
+            i = end
+        elif c == "[":
+            j, depth = i + 1, 1
+            if pattern[j:j + 1] == "^":
+                j += 1
+            if pattern[j:j + 1] == "]":
+                j += 1
+            while depth:
+                if pattern[j] == "\\":
+                    j += 1
+                elif pattern[j] == "[":
+                    depth += 1
+                elif pattern[j] == "]":
+                    depth -= 1
+                j += 1
+            last = len(out)
+            out.append(pattern[i:j])
+            i = j
+        elif c == "(":
+            opens.append(len(out))
+            out.append(c)
+            i += 1
+        elif c == ")":
+            last = opens.pop() if opens else len(out)
+            out.append(c)
+            i += 1
+        elif c == "{" and last >= 0 and "}" in pattern[i:]:
+            end = pattern.index("}", i) + 1
+            body = pattern[i + 1:end - 1]
+            if body.replace(",", "", 1).isdigit() and pattern[end:end + 1] == "+":
+                atom = "".join(out[last:])
+                del out[last:]
+                out.append(f"(?>{atom}{pattern[i:end]})")
+                i = end + 1
+            else:
+                out.append(pattern[i:end])
+                i = end
+            last = -1
+        else:
+            last = -1 if c in "|?*+" else len(out)
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def ranks_hf_json(tok: Any) -> dict[str, Any]:
+    """A ``tokenizer.json`` of a ranks model: its ids, merges, pattern and special tokens."""
+    missing = [b for b in range(256) if tok.id_of(bytes([b])) is None]
+    if missing:
+        raise ValueError(f"this ranks model has no token for {len(missing)} byte values (e.g. "
+                         f"0x{missing[0]:02X}); tokenizers' byte-level BPE needs all 256")
+    merges = recover_merges(tok)
+    added = [{"id": i, "content": s, "single_word": False, "lstrip": False, "rstrip": False,
+              "normalized": False, "special": True}
+             for s, i in sorted(tok.special_tokens.items(), key=lambda kv: kv[1])]
+    return {
+        "version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
+        "normalizer": None,
+        "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+            {"type": "Split", "pattern": {"Regex": oniguruma_pattern(tok.pattern)}, "behavior": "Isolated",
+             "invert": False},
+            {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}]},
+        "post_processor": None,
+        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+        "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
+                  "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False,
+                  "ignore_merges": False,
+                  "vocab": {render(raw): i for i, raw, _ in tok},
+                  "merges": [[render(a), render(b)] for a, b in merges]},
+    }
+
+
+def save_ranks_hf(tok: Any, directory: str | os.PathLike[str], overwrite: bool = False) -> None:
+    """Write a ranks model as ``directory/tokenizer.json``, which ``tokenizers`` and
+    :func:`open_tokenizer` read with the same ids.  Written to a temporary file, then renamed;
+    a directory holding other files is refused unless ``overwrite``."""
+    directory = os.fspath(directory)
+    if os.path.exists(directory):
+        if not os.path.isdir(directory):
+            raise ValueError(f"{directory} exists and is not a directory")
+        if os.listdir(directory) and not overwrite:
+            raise ValueError(f"{directory} is not empty ({len(os.listdir(directory))} entries); pass "
+                             f"overwrite=True (--overwrite) to replace its tokenizer.json")
+    text = json.dumps(ranks_hf_json(tok), ensure_ascii=False, indent=1) + "\n"
+    os.makedirs(directory, exist_ok=True)
+    write_atomic(os.path.join(directory, "tokenizer.json"), text)

@@ -16,21 +16,20 @@ A *tokenizer spec* is one of
 Everything but our own model files becomes a rank-based BPE (``kind == "tiktoken"``): a token
 is two parts joined when their concatenation has the lowest rank, as tiktoken encodes.
 :func:`save_ranks` writes such a model back as ``.tiktoken`` ranks plus its pattern, and
-:func:`save_ranks_hf` as a ``tokenizer.json`` (merges recovered from the ranks).
+``Tokenizer.save_hf`` as a ``tokenizer.json`` (merges recovered from the ranks).
 """
 from __future__ import annotations
 
 import base64
 import contextlib
 import hashlib
-import json
 import os
 from typing import Any
 
 from . import _export
 from . import _tokenizer as _api
+from ._export import recover_merges
 from .reference.pretokenize import GPT4O
-from .reference.tokens import render
 
 #: r50k_base and p50k_base (GPT-2's pattern with possessive quantifiers, as tiktoken has it)
 R50K_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
@@ -290,7 +289,7 @@ def is_ranks(tok: _api.Tokenizer) -> bool:
 def save_ranks(tok: _api.Tokenizer, path: str | os.PathLike[str]) -> str:
     """Write a ranks model as ``path`` (``.tiktoken`` ranks) and ``path + ".pattern"``, which
     :func:`open_tokenizer` reads back; return the pattern.  Special tokens have no place in a
-    ranks file and are not written (``save_ranks_hf`` keeps them)."""
+    ranks file and are not written (``Tokenizer.save_hf`` keeps them)."""
     path = os.fspath(path)
     written = tok.save_tiktoken(path + ".tmp-ranks")
     try:
@@ -300,142 +299,6 @@ def save_ranks(tok: _api.Tokenizer, path: str | os.PathLike[str]) -> str:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path + ".tmp-ranks")
     return written
-
-
-def recover_merges(tok: _api.Tokenizer) -> list[tuple[bytes, bytes]]:
-    """The merges of a ranks model, in rank order: each token's two parts are what rank BPE
-    makes of its bytes with only the lower ranks allowed.  A token that does not come out as
-    exactly two parts cannot be made by a merge, and is refused."""
-    rank = {raw: i for i, raw, _ in tok}
-    merges = []
-    for raw, r in sorted(rank.items(), key=lambda kv: kv[1]):
-        if len(raw) == 1:
-            continue
-        parts = [raw[i:i + 1] for i in range(len(raw))]
-        while len(parts) > 2:
-            best, at = None, -1
-            for i in range(len(parts) - 1):
-                q = rank.get(parts[i] + parts[i + 1])
-                if q is not None and q < r and (best is None or q < best):
-                    best, at = q, i
-            if best is None:
-                break
-            parts[at:at + 2] = [parts[at] + parts[at + 1]]
-        if len(parts) != 2 or any(p not in rank for p in parts):
-            raise ValueError(f"token {r} ({render(raw)}) is made by no merge of lower-ranked tokens; "
-                             f"this ranks model has no merges form")
-        merges.append((parts[0], parts[1]))
-    return merges
-
-
-def oniguruma_pattern(pattern: str) -> str:
-    r"""``pattern`` for ``tokenizers`` (Oniguruma, Ruby syntax), where ``X{n,m}+`` is not a
-    possessive repeat, as in our engines and tiktoken's, but ``(X{n,m})+``: it is written
-    ``(?>X{n,m})``, the atomic group that means the same.  ``?+``, ``*+`` and ``++`` are
-    possessive in both dialects and stay.
-
-    >>> print(oniguruma_pattern(r"\p{N}{1,3}+|[a-z]{2}+|(ab){1,2}+|x{3}"))
-    (?>\p{N}{1,3})|(?>[a-z]{2})|(?>(ab){1,2})|x{3}
-    """
-    out: list[str] = []
-    opens: list[int] = []  # where the groups still open start in `out`
-    last = -1  # where the last atom starts in `out`
-    i = 0
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\":
-            end = i + 2
-            if pattern[i + 1:i + 2] in ("p", "P", "x") and pattern[i + 2:i + 3] == "{":
-                end = pattern.index("}", i) + 1
-            last = len(out)
-            out.append(pattern[i:end])
-            i = end
-        elif c == "[":
-            j, depth = i + 1, 1
-            if pattern[j:j + 1] == "^":
-                j += 1
-            if pattern[j:j + 1] == "]":
-                j += 1
-            while depth:
-                if pattern[j] == "\\":
-                    j += 1
-                elif pattern[j] == "[":
-                    depth += 1
-                elif pattern[j] == "]":
-                    depth -= 1
-                j += 1
-            last = len(out)
-            out.append(pattern[i:j])
-            i = j
-        elif c == "(":
-            opens.append(len(out))
-            out.append(c)
-            i += 1
-        elif c == ")":
-            last = opens.pop() if opens else len(out)
-            out.append(c)
-            i += 1
-        elif c == "{" and last >= 0 and "}" in pattern[i:]:
-            end = pattern.index("}", i) + 1
-            body = pattern[i + 1:end - 1]
-            if body.replace(",", "", 1).isdigit() and pattern[end:end + 1] == "+":
-                atom = "".join(out[last:])
-                del out[last:]
-                out.append(f"(?>{atom}{pattern[i:end]})")
-                i = end + 1
-            else:
-                out.append(pattern[i:end])
-                i = end
-            last = -1
-        else:
-            last = -1 if c in "|?*+" else len(out)
-            out.append(c)
-            i += 1
-    return "".join(out)
-
-
-def ranks_hf_json(tok: _api.Tokenizer) -> dict[str, Any]:
-    """A ``tokenizer.json`` of a ranks model: its ids, merges, pattern and special tokens."""
-    missing = [b for b in range(256) if tok.id_of(bytes([b])) is None]
-    if missing:
-        raise ValueError(f"this ranks model has no token for {len(missing)} byte values (e.g. "
-                         f"0x{missing[0]:02X}); tokenizers' byte-level BPE needs all 256")
-    merges = recover_merges(tok)
-    added = [{"id": i, "content": s, "single_word": False, "lstrip": False, "rstrip": False,
-              "normalized": False, "special": True}
-             for s, i in sorted(tok.special_tokens.items(), key=lambda kv: kv[1])]
-    return {
-        "version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
-        "normalizer": None,
-        "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
-            {"type": "Split", "pattern": {"Regex": oniguruma_pattern(tok.pattern)}, "behavior": "Isolated",
-             "invert": False},
-            {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}]},
-        "post_processor": None,
-        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
-        "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
-                  "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False,
-                  "ignore_merges": False,
-                  "vocab": {render(raw): i for i, raw, _ in tok},
-                  "merges": [[render(a), render(b)] for a, b in merges]},
-    }
-
-
-def save_ranks_hf(tok: _api.Tokenizer, directory: str | os.PathLike[str], overwrite: bool = False) -> None:
-    """Write a ranks model as ``directory/tokenizer.json``, which ``tokenizers`` and
-    :func:`open_tokenizer` read with the same ids.  Written to a temporary file, then renamed;
-    a directory holding other files is refused unless ``overwrite``."""
-    directory = os.fspath(directory)
-    if os.path.exists(directory):
-        if not os.path.isdir(directory):
-            raise ValueError(f"{directory} exists and is not a directory")
-        if os.listdir(directory) and not overwrite:
-            raise ValueError(f"{directory} is not empty ({len(os.listdir(directory))} entries); pass "
-                             f"overwrite=True (--overwrite) to replace its tokenizer.json")
-    text = json.dumps(ranks_hf_json(tok), ensure_ascii=False, indent=1) + "\n"
-    os.makedirs(directory, exist_ok=True)
-    _export.write_atomic(os.path.join(directory, "tokenizer.json"), text)
-
 
 
 def ranks_minbpe(tok: _api.Tokenizer) -> Any:

@@ -116,4 +116,50 @@ def read(model_path: str | os.PathLike[str], model_text: str) -> dict[str, Any] 
         warnings.warn(f"{path}: provenance sidecar ignored, it describes another version of "
                       f"{os.fspath(model_path)}", stacklevel=3)
         return None
+    problem = schema_problem(record)
+    if problem is not None:
+        warnings.warn(f"{path}: provenance sidecar ignored, {problem}", stacklevel=3)
+        return None
     return record
+
+
+def _is_number(v: object) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def schema_problem(record: dict[str, Any]) -> str | None:
+    """What is wrong with the fields that ``superword stats``, ``compare`` and ``plot`` read,
+    or ``None``.  A sidecar's checksum only says that it was written for this model text, not
+    by superword: a 120-byte one with the right ``format`` and ``model_sha256`` and nothing
+    else crashed ``superword stats`` with a ``KeyError``.
+
+    >>> schema_problem({"superword_version": "1", "created_utc": "x", "algorithm": "bpe",
+    ...                 "settings": {}, "total_seconds": 1.0, "stages_seconds": {},
+    ...                 "inputs": [{"name": "a.txt", "bytes": 3, "documents": 1}]}) is None
+    True
+    >>> schema_problem({"superword_version": "1"})
+    "its field 'created_utc' is missing or not a string"
+    """
+    for key in ("superword_version", "created_utc", "algorithm"):
+        if not isinstance(record.get(key), str):
+            return f"its field {key!r} is missing or not a string"
+    if not isinstance(record.get("settings"), dict):
+        return "its field 'settings' is missing or not an object"
+    if not _is_number(record.get("total_seconds")):
+        return "its field 'total_seconds' is missing or not a number"
+    stages = record.get("stages_seconds", {})
+    if not isinstance(stages, dict) or not all(_is_number(v) for v in stages.values()):
+        return "its field 'stages_seconds' is not an object of numbers"
+    inputs = record.get("inputs")
+    if not isinstance(inputs, list):
+        return "its field 'inputs' is missing or not a list"
+    for i, entry in enumerate(inputs):
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+            return f"input {i} is not an object with a 'name' string"
+        if "bytes" not in entry:  # (read as entry["bytes"]; None when not known)
+            return f"input {i} has no 'bytes'"
+        for key in ("bytes", "documents", "file_bytes"):
+            if entry.get(key) is not None and not (isinstance(entry[key], int)
+                                                   and not isinstance(entry[key], bool)):
+                return f"input {i}'s {key!r} is not a whole number"
+    return None

@@ -23,7 +23,7 @@ from .reference import pretokenize as _pretok
 from .reference import ranks as _ranks
 from .reference import train as _ref_train
 from .reference.model import write_text_atomic
-from .reference.pretokenize import compile_pattern
+from .reference.pretokenize import compile_pattern, refuse_empty_matches
 
 if TYPE_CHECKING:  # (the interface's types only: `_backend` imports this module)
     from ._backend import CountOptions, TrainOptions
@@ -195,6 +195,7 @@ class ReferenceRankCore:
         self.vocab = {rank: token for token, rank in ranks.items()}
         self.pattern = pattern
         self._pattern = compile_pattern(pattern, "pattern")
+        refuse_empty_matches(self._pattern, "pattern")  # (the rule of every door)
         self._special = dict(special_tokens)
         self._top = max([*self.vocab, *self._special.values()], default=0)  # the largest id
         self._cutter: tuple[frozenset[str], _encode.SpecialCutter] | None = None

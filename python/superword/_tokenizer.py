@@ -196,6 +196,14 @@ class Tokenizer:
         if self.kind == "extension":
             raise ValueError("an extension model (superwords over a base) has no tokenizer.json export yet; "
                              "in transformers use superword.hf.SuperwordTokenizer on its model file (exact ids)")
+        if self.kind == "tiktoken":  # an imported ranks model: its ids, merges and special tokens
+            named = {"bos_token": bos_token, "eos_token": eos_token, "pad_token": pad_token, "unk_token": unk_token}
+            if any(v is not None for v in named.values()) or model_max_length is not None:
+                raise ValueError("a ranks model is written as tokenizer.json alone: bos_token, eos_token, "
+                                 "pad_token, unk_token and model_max_length do not apply")
+            texts = None if sample is None else _export.sample_texts(sample)
+            _export.save_ranks_hf(self, directory, overwrite)
+            return None if texts is None else _export.hf_agreement(self, os.fspath(directory), texts)
         roles = {"bos_token": bos_token, "eos_token": eos_token, "pad_token": pad_token,
                  "unk_token": unk_token}
         texts = None if sample is None else _export.sample_texts(sample)  # checked before writing

@@ -311,7 +311,7 @@ def _export(args: argparse.Namespace) -> None:
         raise ValueError("--bos-token, --eos-token, --pad-token and --unk-token apply to superword "
                          "models; an imported ranks model is exported with its own special tokens")
     if args.to == "hf" and ranks:
-        _open.save_ranks_hf(tok, args.output, overwrite=args.overwrite)
+        tok.save_hf(args.output, overwrite=args.overwrite)
         print(f"wrote {args.output}/tokenizer.json")
     elif args.to == "hf":
         tok.save_hf(args.output, overwrite=args.overwrite, bos_token=args.bos_token,
@@ -826,7 +826,17 @@ def _show_warning(message: Warning | str, category: type[Warning], *_: Any, **__
     print(f"superword: warning: {message}", file=sys.stderr)
 
 
+def _printable_streams() -> None:
+    """Characters the terminal's encoding lacks (Windows pipes are cp1252 unless Python runs in
+    UTF-8 mode; the visible space ``␣`` is not in it) are printed as escapes, not an error."""
+    for stream in (sys.stdout, sys.stderr):
+        encoding = (getattr(stream, "encoding", None) or "utf-8").lower().replace("-", "").replace("_", "")
+        if encoding != "utf8" and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    _printable_streams()
     args = _parser().parse_args(argv)
     commands = {"train": _train, "count": _count, "merge-counts": _merge_counts, "encode": _encode,
                 "stats": _stats, "compare": _stats, "plot": _plot, "vocab": _vocab, "export": _export}

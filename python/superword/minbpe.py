@@ -43,6 +43,8 @@ def _compile_split_pattern(pattern: str, what: str) -> Any:
     and such a pattern must fail here, where the file or argument is named, not at the first
     ``encode``."""
     compiled = _compile_pattern(pattern, what)
+    if not pattern:  # minbpe's "no split pattern": the whole text is one chunk
+        return compiled
     try:
         _core_module().pretokenize("", pattern)
     except ValueError as exc:  # (the core's message starts "pattern ...")
@@ -56,6 +58,15 @@ GPT4_SPLIT_PATTERN = (r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{
 #: The GPT-2 split pattern of minbpe.
 GPT2_SPLIT_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 GPT4_SPECIAL_TOKENS = dict(_CL100K_SPECIAL)
+
+
+#: The bytes of all the tokens a ``.model`` file's merges make may add up to at most this,
+#: plus :data:`MAX_TOKEN_BYTES_PER_BYTE` per byte of the file.  Tokens are built from merges
+#: (a merge ``(k-1, k-1)`` doubles a token), so without a bound a few hundred bytes of merges
+#: stand for more memory than any machine has; a trained model's tokens add up to a few bytes
+#: per merge line, far below it.
+MAX_TOKEN_BYTES_BASE = 1 << 20
+MAX_TOKEN_BYTES_PER_BYTE = 64
 
 
 def _render_token(t: bytes) -> str:
@@ -235,6 +246,10 @@ class Tokenizer:
             special[parts[0]] = int(parts[1])
         merges: dict[tuple[int, int], int] = {}
         idx = 256
+        # the tokens' lengths, checked before any token's bytes are built: each merge may
+        # double a token, so 339 bytes of merges made tokens of 2**60 bytes
+        lengths = [1] * 256
+        total, most = 0, MAX_TOKEN_BYTES_BASE + MAX_TOKEN_BYTES_PER_BYTE * sum(len(x) + 1 for x in lines)
         for n in range(3 + int(count), len(lines)):
             parts = lines[n].split()
             if len(parts) != 2 or not all(p.isascii() and p.isdigit() for p in parts):
@@ -245,6 +260,13 @@ class Tokenizer:
             if (a, b) in merges:
                 raise ValueError(f"{path}, line {n + 1}: merge ({a}, {b}) appears twice")
             merges[(a, b)] = idx
+            lengths.append(lengths[a] + lengths[b])
+            total += lengths[-1]
+            if total > most:
+                raise ValueError(f"{path}, line {n + 1}: the merges' tokens add up to more than "
+                                 f"{most:,} bytes ({MAX_TOKEN_BYTES_BASE:,} plus "
+                                 f"{MAX_TOKEN_BYTES_PER_BYTE} per byte of the file); merge "
+                                 f"({a}, {b}) makes a token of {lengths[-1]:,} bytes")
             idx += 1
         taken = {i: s for s, i in special.items() if i < idx}
         if taken:

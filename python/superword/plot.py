@@ -121,7 +121,9 @@ def takeover(order: Sequence[tuple[int, bool]], window: int) -> int | None:
     merge does not count: three supermerges at the very end are not a take-over).
 
     >>> takeover([(9, False), (8, True), (7, False), (6, True), (5, True)], window=3)
-    3
+    1
+    >>> takeover([(9, False), (8, True), (7, False), (6, False), (5, True), (4, True), (3, True)], window=3)
+    4
     >>> takeover([(9, False), (8, False), (7, False), (6, True), (5, True)], window=3) is None
     True
     """

@@ -1,4 +1,4 @@
-//! Many texts at once on the current rayon pool (issue 15, item 3).
+//! Many texts at once on the current rayon pool.
 //!
 //! The texts are cut into groups of consecutive texts of about the same number of bytes,
 //! several per thread, so that work stealing evens out long and short lines.  Each group
@@ -136,10 +136,13 @@ pub fn is_one_group(texts: &[&str]) -> bool {
 /// Encode `texts` in parallel on the current pool (one group on the calling thread); see the
 /// module's notes.
 pub fn encode<E: Encode + ?Sized>(encoder: &E, texts: &[&str], allowed: &super::Allowed) -> Result<Batch> {
-    let ends = group_ends(texts, rayon::current_num_threads());
+    // outside a pool (a batch of one group, run on the caller's thread) nothing runs in
+    // parallel: rayon's global pool is never started (see `crate::threads::parallel`)
+    let in_pool = rayon::current_thread_index().is_some();
+    let ends = group_ends(texts, if in_pool { rayon::current_num_threads() } else { 1 });
     let one = |g: usize| encode_group(encoder, texts, allowed, &ends, g);
-    let groups = if ends.len() == 1 {
-        vec![one(0)?]
+    let groups = if ends.len() == 1 || !in_pool {
+        (0..ends.len()).map(one).collect::<Result<Vec<Group>>>()?
     } else {
         (0..ends.len())
             .into_par_iter()

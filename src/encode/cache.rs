@@ -1,4 +1,4 @@
-//! A per-thread cache of encoded pretokens (issue 15, item 2).
+//! A per-thread cache of encoded pretokens.
 //!
 //! Most pretokens of ordinary text are one token and take the vocabulary shortcut (one hash
 //! lookup).  The others start from their bytes and go through the merges: a scan with a pair
@@ -156,7 +156,7 @@ impl Table {
     /// Append the ids of `piece` to `out` if the spill has it (true), and put it back in the
     /// table, so that its next look-up is prefetched with the others.
     ///
-    /// Why a spill (round 10): the table is small enough for the caches of two threads
+    /// Why a spill: the table is small enough for the caches of two threads
     /// (4 MB for a 32K model), and a text unlike the model's training text refills it again
     /// and again with pretokens that are not tokens; each one dropped is merged again when it
     /// comes back.  A table eight times larger made such a text (100 MB of Gutenberg, a 32K
@@ -284,7 +284,7 @@ impl PieceCache {
     /// [`CACHED`] (a ranks file may give any rank up to 2**32 - 1), or when the long tokens
     /// take more than [`SEED_MOST_LONG`] bytes.
     ///
-    /// Why seeded tables (round 10, issue 15): the encoders looked every pretoken up in the
+    /// Why seeded tables: the encoders looked every pretoken up in the
     /// vocabulary's table, a block at a time with each slot prefetched, and a pretoken that
     /// was not a token a second time, in this cache, one at a time.  On cl100k and texts of
     /// 100,000 characters that second look-up was 16 % of the samples, nearly all of it

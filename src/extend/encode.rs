@@ -101,7 +101,7 @@ impl ExtensionEncoder {
             if !seen.insert(t.clone()) {
                 return Err(Error::Value(format!("special token {t:?} is already registered")));
             }
-            let id = next.ok_or_else(|| crate::tokenizer::no_id_left(&t))?;
+            let id = next.ok_or_else(|| crate::model::no_id_left(&t))?;
             ext.special.push((t, id));
             next = id.checked_add(1);
         }

@@ -16,12 +16,12 @@
 
 use rayon::prelude::*;
 
+use crate::control::Control;
 use crate::count::Counts;
 use crate::error::{Error, Result};
 use crate::tokens::{TokenId, Vocab};
 use crate::train::candidates::{flat_candidates, Threshold};
 use crate::train::superbpe::{train_superbpe, SuperCandidates};
-use crate::train::Control;
 
 pub mod encode;
 pub mod file;

@@ -43,109 +43,7 @@ pub struct Settings {
     pub blowup: bool,
 }
 
-/// Byte strings back to back in one vector, by index: a model's tokens, its merges' halves.
-///
-/// (Round 12: a `Vec<u8>` per token and two per merge were ~14,500 allocations for a model
-/// of 5,000 tokens, made after training and freed with the tokenizer.  Taylorswift.txt at
-/// 5,000, a whole `superword.train` call and the drop: BPE 51.8 -> 50.1 M instructions,
-/// BoundlessBPE 62.4 -> 60.9 M, SuperBPE 59.4 -> 57.9 M.  Tried and dropped: `Vocab` keeping
-/// its bytes in a `ByteStrings` too, so that the word model's vocabulary is a clone of it:
-/// 50.14 -> 50.40 M for BPE, the merge loop's code laid out and inlined differently, where a
-/// copy made from `Vocab`'s own vectors, `Vocab::strings`, gives 50.14 -> 49.99 M.)
-#[derive(Clone, PartialEq, Eq)]
-pub struct ByteStrings {
-    data: Vec<u8>,
-    /// string `i` is `data[bounds[i]..bounds[i + 1]]`
-    bounds: Vec<usize>,
-}
-
-impl Default for ByteStrings {
-    fn default() -> ByteStrings {
-        ByteStrings::with_capacity(0)
-    }
-}
-
-impl ByteStrings {
-    /// Room for `n` strings.
-    pub fn with_capacity(n: usize) -> ByteStrings {
-        let mut bounds = Vec::with_capacity(n + 1);
-        bounds.push(0);
-        ByteStrings {
-            data: Vec::new(),
-            bounds,
-        }
-    }
-
-    /// The strings of `data` between consecutive `bounds` (increasing, from 0 to its length).
-    pub fn from_parts(data: Vec<u8>, bounds: Vec<usize>) -> ByteStrings {
-        assert!(bounds.first() == Some(&0) && bounds.last() == Some(&data.len()));
-        debug_assert!(bounds.windows(2).all(|b| b[0] <= b[1]));
-        ByteStrings { data, bounds }
-    }
-
-    #[inline]
-    pub fn push(&mut self, bytes: &[u8]) {
-        self.data.extend_from_slice(bytes);
-        self.bounds.push(self.data.len());
-    }
-
-    /// String `i` (panics out of range, as indexing a slice).
-    #[inline]
-    pub fn get(&self, i: usize) -> &[u8] {
-        &self.data[self.bounds[i]..self.bounds[i + 1]]
-    }
-
-    pub fn len(&self) -> usize {
-        self.bounds.len() - 1
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = &[u8]> + DoubleEndedIterator + '_ {
-        self.bounds.windows(2).map(|b| &self.data[b[0]..b[1]])
-    }
-
-    /// Keep the first `n` strings.
-    pub fn truncate(&mut self, n: usize) {
-        if n < self.len() {
-            self.bounds.truncate(n + 1);
-            self.data.truncate(self.bounds[n]);
-        }
-    }
-}
-
-impl std::ops::Index<usize> for ByteStrings {
-    type Output = [u8];
-
-    fn index(&self, i: usize) -> &[u8] {
-        self.get(i)
-    }
-}
-
-impl<'a> FromIterator<&'a [u8]> for ByteStrings {
-    fn from_iter<I: IntoIterator<Item = &'a [u8]>>(iter: I) -> ByteStrings {
-        let iter = iter.into_iter();
-        let mut out = ByteStrings::with_capacity(iter.size_hint().0);
-        for s in iter {
-            out.push(s);
-        }
-        out
-    }
-}
-
-impl From<Vec<Vec<u8>>> for ByteStrings {
-    fn from(strings: Vec<Vec<u8>>) -> ByteStrings {
-        strings.iter().map(Vec::as_slice).collect()
-    }
-}
-
-impl std::fmt::Debug for ByteStrings {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list().entries(self.iter()).finish()
-    }
-}
+pub use crate::tokens::ByteStrings;
 
 /// A recorded merge: the pair, its count when selected, and whether it turned at least one
 /// whole word (or candidate) into a single token.
@@ -281,7 +179,7 @@ impl Model {
     /// Add special tokens with the next free ids.
     pub fn add_special_tokens(&mut self, tokens: Vec<String>) -> crate::error::Result<()> {
         for t in tokens {
-            let id = u32::try_from(self.vocab_size()).map_err(|_| crate::tokenizer::no_id_left(&t))?;
+            let id = u32::try_from(self.vocab_size()).map_err(|_| no_id_left(&t))?;
             self.special_tokens.push((t, id));
         }
         Ok(())
@@ -291,4 +189,12 @@ impl Model {
     pub fn vocab_size(&self) -> usize {
         self.vocab.len() + self.special_tokens.len()
     }
+}
+
+/// The error for a special token that would need an id beyond 32 bits.
+pub fn no_id_left(token: &str) -> crate::error::Error {
+    crate::error::Error::Value(format!(
+        "no id is left for the special token {}: token ids are 32-bit",
+        crate::input::py_repr(token)
+    ))
 }

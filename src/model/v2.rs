@@ -4,7 +4,7 @@
 use super::bytemap::{parse, render};
 use super::{merge_indices, ByteStrings, Deletion, Kind, Merge, Merges, Model, Settings};
 use crate::error::{Error, Result};
-use crate::train::ngram::MAX_NGRAM;
+use crate::tokens::ngram::MAX_NGRAM;
 use std::fmt::Write as _;
 
 // ------------------------------------------------------------------------------------------

@@ -152,7 +152,8 @@ impl Generic {
         let pattern = super::dialect::to_fancy(pattern, what)?;
         let per_thread = Box::new(ThreadLocal::new());
         // compiled here once so that a bad pattern fails at construction, in the caller's thread
-        let _ = per_thread.get_or_try(|| compile(&pattern, what))?;
+        let regex = per_thread.get_or_try(|| compile(&pattern, what))?;
+        refuse_empty_matches(regex, what)?;
         Ok(Generic {
             pattern,
             what: what.to_string(),
@@ -185,6 +186,41 @@ impl Generic {
         }
         Ok(())
     }
+}
+
+/// The text on which every pattern is tried for empty matches before it is used (the same in
+/// `reference/pretokenize.py`): a letter of each case, a space, a digit, a newline, a tab, an
+/// apostrophe, punctuation, a Han character with a combining mark.
+pub const PROBE: &str = "Ab c1\n\t'x, \u{6771}\u{301}.";
+
+/// Refuse a pattern that matches the empty string in an empty text, or at a character of
+/// [`PROBE`].  Such a pattern cuts nothing there, and findall then goes on differently in the
+/// two engines ([`empty_match`]); this check runs wherever a pattern comes in (`pattern=`,
+/// model files, count files, minbpe and `.tiktoken` patterns, `tokenizer.json`), so that a
+/// door that never pre-tokenizes (training on a count file) refuses it too.  A pattern can
+/// still match nothing only after some other text (a look-ahead alone); pre-tokenization then
+/// raises [`empty_match`].
+fn refuse_empty_matches(regex: &fancy_regex::Regex, what: &str) -> Result<()> {
+    let failed = |e: fancy_regex::Error| Error::Value(format!("pre-tokenization pattern failed: {e}"));
+    if regex.find("").map_err(failed)?.is_some() {
+        return Err(Error::Value(format!(
+            "{what} matches the empty string (it does in an empty text): every match must hold \
+             at least one character; change the alternatives that can match nothing (such as \\w* \
+             or a look-ahead alone)"
+        )));
+    }
+    for (n, (at, _)) in PROBE.char_indices().enumerate() {
+        if let Some(m) = regex.find_from_pos(PROBE, at).map_err(failed)? {
+            if m.start() == at && m.end() == at {
+                return Err(Error::Value(format!(
+                    "{what} matches the empty string (it does at character {n} of superword's \
+                     probe text): every match must hold at least one character; change the \
+                     alternatives that can match nothing (such as \\w* or a look-ahead alone)"
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The error for a pattern that matched the empty string at character `at` of a text (not at
@@ -232,9 +268,10 @@ mod tests {
 
     #[test]
     fn an_empty_match_is_an_error_unless_at_the_end() {
-        let g = Generic::new(r"(?=a)|\w|\W", "script_pattern").unwrap();
+        // ((?=x) alone: no empty match in the probe text, so only pre-tokenization sees it)
+        let g = Generic::new(r"(?=q)|\w|\W", "script_pattern").unwrap();
         let mut v = Vec::new();
-        let err = g.for_each("xaab", &mut |p| v.push(p)).unwrap_err();
+        let err = g.for_each("xqqb", &mut |p| v.push(p)).unwrap_err();
         assert_eq!(v, ["x"]); // (the pieces before it were given out)
         assert!(
             err.to_string()
@@ -242,10 +279,26 @@ mod tests {
             "{err}"
         );
         // (right after a match too: the iterator of `fancy-regex` passed over that one)
-        let g = Generic::new(r"\w*|\s+", "pattern").unwrap();
-        assert_eq!(pieces(&g, "ab"), ["ab"]);
-        let err = g.for_each("é b", &mut |_| {}).unwrap_err();
+        let g = Generic::new(r"\w+|(?<=\w)(?=@)|\W", "pattern").unwrap();
+        assert_eq!(pieces(&g, "ab "), ["ab", " "]);
+        let err = g.for_each("é@", &mut |_| {}).unwrap_err();
         assert!(err.to_string().contains("at character 1 "), "{err}");
+    }
+
+    #[test]
+    fn a_pattern_that_matches_the_empty_string_is_refused_where_it_comes_in() {
+        for (p, says) in [
+            (r"\w*|\s+", "in an empty text"),
+            (r"\w+|\s*", "in an empty text"),
+            (r"(?=\s)|\S+|\s", "at character 2 of superword's probe text"),
+            (r"[A-Za-z]+|(?=\d)|\s|\W|\d", "at character 4 "),
+        ] {
+            let e = Generic::new(p, "pattern").err().expect(p).to_string();
+            assert!(
+                e.starts_with("pattern matches the empty string") && e.contains(says),
+                "{p}: {e}"
+            );
+        }
     }
 
     #[test]

@@ -13,13 +13,14 @@ use pyo3::exceptions::{PyFileNotFoundError, PyKeyboardInterrupt, PyOSError, PyRu
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyIterator};
 
+use crate::control::Control;
 use crate::error::Error;
 use crate::input::{take_batch, Batches, Documents, Files};
 use crate::minbpe::{MergeRow, MinMerge, MinbpeEncoder};
 use crate::pretokenize::Pretokenizer;
 use crate::threads::{pool, Watch};
 use crate::tokenizer::Tokenizer;
-use crate::train::{bpe::Picky, Config, Control};
+use crate::train::{bpe::Picky, Config};
 use tokenizer::PyTokenizer;
 
 // errors, progress and Ctrl-C
@@ -31,6 +32,7 @@ impl From<Error> for PyErr {
             Error::NotFound(m) => PyFileNotFoundError::new_err(m),
             Error::Io(m) => PyOSError::new_err(m),
             Error::Runtime(m) => PyRuntimeError::new_err(m),
+            Error::Memory(m) => pyo3::exceptions::PyMemoryError::new_err(m),
             Error::Interrupted => PyKeyboardInterrupt::new_err("training interrupted"),
         }
     }
@@ -227,7 +229,7 @@ fn train_iter(py: Python<'_>, documents: Bound<'_, PyAny>, options: TrainOptions
 /// [`train_iter`] on a list (or tuple) of `str`, `superword.train`'s usual input, with the
 /// number of documents and of their UTF-8 bytes that the trained model's provenance records:
 /// counted here as the batches are read, instead of by two Python generators the documents
-/// passed through one at a time, each encoded to UTF-8 once more to be measured (Round 12,
+/// passed through one at a time, each encoded to UTF-8 once more to be measured (
 /// taylorswift.txt at 5,000, 988 documents: a whole `superword.train` call 54.7 -> 51.8 M
 /// instructions for BPE, 65.5 -> 62.4 M for BoundlessBPE, 62.4 -> 59.4 M for SuperBPE).
 #[pyfunction]

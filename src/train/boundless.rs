@@ -24,12 +24,12 @@
 //! advance (on our corpora the last count was 1.0 to 7 times `T`), the supermerges come all
 //! along (at 32,768 only 48% of them count above 2`T`), and cutting again costs as much as
 //! the first cut (about 1.6 s with phase 2's set-up at 32,768, one thread), more than a good
-//! guess saves: measured with fixed cuts in round 8 and not built, see `train/mod.rs`.
+//! guess saves: measured with fixed cuts and not built, see `train/mod.rs`.
 
 use super::bpe::WordModel;
 use super::candidates::CutCandidates;
 use super::merging::{MergeState, TrainMerge};
-use super::Control;
+use crate::control::Control;
 use crate::error::Result;
 use crate::tokens::{TokenId, Vocab, BASE_VOCAB};
 
@@ -70,8 +70,8 @@ pub fn train_boundless(
 /// [`train_boundless`] with the pairs counted `floor` times or fewer left out of the heap.
 ///
 /// The final vocabulary is kept as token ids, with a flag per id for "in it": a token's
-/// bytes have one id (`Vocab::add`), and phase-2 ids start as the word model's.  (Round 10:
-/// it was kept as bytes, with a `HashSet` of byte vectors for "in it", two allocations and a
+/// bytes have one id (`Vocab::add`), and phase-2 ids start as the word model's.  (
+/// It was kept as bytes, with a `HashSet` of byte vectors for "in it", two allocations and a
 /// SipHash per token added, and the word model's vocabulary was cloned: 7.5 M of the 12.8 M
 /// instructions of phase 2 on taylorswift.txt at 5,000.  A regular merge's token is the one
 /// phase 1 made, [`WordModel::made`]: finding it by its bytes was another 0.5 M.)
@@ -181,9 +181,9 @@ fn train_floored(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::control::Silent;
     use crate::train::candidates::CutCandidates;
     use crate::train::candidates::{cut, Candidates, Cutting, Threshold};
-    use crate::train::Silent;
     use rustc_hash::FxHashMap;
 
     fn same(a: &Boundless, b: &Boundless) -> bool {

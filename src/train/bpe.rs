@@ -4,7 +4,7 @@
 use rustc_hash::FxHashMap;
 
 use super::merging::{MergeState, TrainMerge};
-use super::Control;
+use crate::control::Control;
 use crate::error::Result;
 use crate::tokens::{byte_id, Pair, TokenId, Vocab, BASE_VOCAB};
 
@@ -98,7 +98,7 @@ pub fn train_words(
         // once, and a training that stops above that count never needs them.  A merge that
         // makes bytes known already counts its token's pairs again (see `with_floor`); none
         // did in BPE on 5 MB of Gutenberg at 8,192 and 32,768, nor on the multilingual
-        // samples at 8,000.  (Round 11, three trainings of taylorswift.txt at 5,000, whose
+        // samples at 8,000.  (Three trainings of taylorswift.txt at 5,000, whose
         // last merges count 2: phase 1 113.8 -> 112.5 M instructions; BPE's phase 1
         // 4.69-4.73 -> 4.55-4.63 ms, medians of 21, three interleaved runs.)
         state = state.with_floor(1, &vocab);
@@ -194,7 +194,7 @@ pub fn train_words(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::train::Silent;
+    use crate::control::Silent;
 
     type Trained = (Vec<TrainMerge>, Vec<(usize, TokenId)>, Vec<Vec<u8>>, Vec<u64>);
 

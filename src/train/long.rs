@@ -22,7 +22,7 @@
 
 use rustc_hash::FxHashMap;
 
-use super::merging::count_pairs;
+use crate::tokens::pairs::count_pairs;
 use crate::tokens::{Pair, TokenId};
 
 /// Sequences longer than this many tokens are merged with a position index.
@@ -221,7 +221,7 @@ impl LongSequence {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::train::merging::apply_merge;
+    use crate::tokens::pairs::apply_merge;
 
     fn counts(tokens: &[TokenId]) -> FxHashMap<Pair, i64> {
         let mut c = FxHashMap::default();

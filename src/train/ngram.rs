@@ -3,10 +3,10 @@
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use crate::tokens::ngram::{prefix_set, split_one};
 use crate::tokens::TokenId;
 
 pub const MIN_COUNT_FLOOR: u64 = 15;
-pub const MAX_NGRAM: usize = 30;
 
 /// All n-grams (2 <= n <= max_len) with count >= `min_count`, Apriori style.
 pub fn frequent_ngrams(
@@ -40,42 +40,6 @@ pub fn frequent_ngrams(
     }
     table.retain(|g, c| g.len() >= 2 && *c >= min_count);
     table
-}
-
-/// Every prefix of every n-gram, to stop the longest-match search early.
-pub fn prefix_set(table: &FxHashSet<Box<[TokenId]>>) -> FxHashSet<Box<[TokenId]>> {
-    let mut out = FxHashSet::default();
-    for g in table {
-        for k in 1..=g.len() {
-            out.insert(g[..k].into());
-        }
-    }
-    out
-}
-
-/// Cut one sequence: at each position the longest n-gram (n >= 2) of `table` starting there,
-/// else a single token.  Calls `emit` with each piece.
-pub fn split_one<'a>(
-    tokens: &'a [TokenId],
-    table: &FxHashSet<Box<[TokenId]>>,
-    prefixes: &FxHashSet<Box<[TokenId]>>,
-    mut emit: impl FnMut(&'a [TokenId]),
-) {
-    let mut pos = 0;
-    while pos < tokens.len() {
-        let mut best = 1;
-        for end in pos + 1..=tokens.len() {
-            let g = &tokens[pos..end];
-            if !prefixes.contains(g) {
-                break;
-            }
-            if g.len() >= 2 && table.contains(g) {
-                best = g.len();
-            }
-        }
-        emit(&tokens[pos..pos + best]);
-        pos += best;
-    }
 }
 
 /// Cut every candidate and re-aggregate the pieces (single tokens included: they carry no

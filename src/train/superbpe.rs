@@ -8,7 +8,7 @@
 //! supermerges when the best count has fallen to `t`, the candidates are cut again at `t / 4`
 //! (and so on, then not at all), the supermerges so far replayed on them, and training goes on
 //! exactly.  (A quarter: a guess that misses most likely misses by little, see
-//! `candidates::guess`; an eighth before round 13, with a guess half as high.)
+//! `candidates::guess`; an eighth before 884b958, with a guess half as high.)
 //!
 //! The candidates usually come as stage 3 flattened them from the letter runs, not added up
 //! ([`FlatCandidates`]): the cut adds up its segments anyway, and the fallback merges the
@@ -18,7 +18,7 @@
 
 use super::candidates::{cut, Candidates, CutCandidates, Cutting, FlatCandidates, Threshold};
 use super::merging::{MergeState, TrainMerge};
-use super::Control;
+use crate::control::Control;
 use crate::error::Result;
 use crate::tokens::{TokenId, Vocab};
 
@@ -30,8 +30,8 @@ pub enum SuperCandidates {
 }
 
 impl SuperCandidates {
-    /// Cut where the pair filter alone shows a pair weak ([`Cutting::Filtered`]).  (Round 12,
-    /// issue 12, 100 MB of Gutenberg, 32,768, two threads, medians of three interleaved runs:
+    /// Cut where the pair filter alone shows a pair weak ([`Cutting::Filtered`]).  (
+    /// 100 MB of Gutenberg, 32,768, two threads, medians of three interleaved runs:
     /// 710,936 segments instead of 688,551, for a pass over the 16.2 M tokens less; phase 2
     /// 0.43 -> 0.36 s, the cut itself 0.30 -> 0.21 s, together with the filter's bits.)
     fn cut(&self, threshold: Threshold, n_tokens: usize) -> Result<CutCandidates> {
@@ -147,8 +147,8 @@ pub fn train_superbpe(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::control::Silent;
     use crate::train::candidates::{flat_candidates, random_runs, supermerge_candidates};
-    use crate::train::Silent;
     use rustc_hash::FxHashMap;
 
     #[test]

@@ -24,11 +24,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .count import Counts
+from .pretokenize import Pretokenizer
 
 MAGIC = b"SWCOUNTS"
 VERSION = 1
 PREAMBLE = 8 + 4 + 8   # magic, version, body length
 MAX_COUNT = 2**64 - 1
+#: The most pretoken ids the runs may hold once written out in full, per byte of the body: a
+#: run stores only the ids it does not share with the previous run, so a crafted file of a few
+#: hundred KB stood for 16 GB of runs (the same limit in ``src/countfile.rs``).
+MAX_RUN_IDS_PER_BYTE = 32
 
 
 @dataclass(frozen=True)
@@ -225,6 +230,9 @@ def from_bytes(data: bytes) -> tuple[CountSettings, Counts]:
     with_runs = r.flag("the runs flag")
     counts = Counts(documents=r.varint("the document count"), pretokens=r.varint("the pretoken count"))
     settings = CountSettings(pattern, script_pattern, scripts, merge_pattern, with_runs)
+    # the patterns pass the checks of every other door (``train(pattern=...)``, model files),
+    # although training on counts never pre-tokenizes with them
+    Pretokenizer(pattern, script_pattern, scripts)
 
     n = r.length("the number of pretokens", 3)
     if n > 2**32 - 1:
@@ -255,11 +263,16 @@ def from_bytes(data: bytes) -> tuple[CountSettings, Counts]:
         raise r.bad("runs in a file whose header says it has none")
     run: list[int] = []
     last: list[int] | None = None
+    most, expanded = MAX_RUN_IDS_PER_BYTE * len(r.data), 0
     for i in range(n):
         shared = r.varint("a run's shared length")
         if shared > len(run):
             raise r.bad(f"run {i} shares more than the previous run has")
         rest = r.length("a run's length", 1)
+        expanded += shared + rest  # checked before the run is written out
+        if expanded > most:
+            raise r.bad(f"the runs, written out in full, hold more than {MAX_RUN_IDS_PER_BYTE} "
+                        f"pretoken ids per byte of the file (at run {i}); runs never share that much")
         del run[shared:]
         for _ in range(rest):
             pid = r.varint("a run's pretoken id")

@@ -292,22 +292,57 @@ def _read(lines: _Lines) -> Model:
                  deletions)
 
 
+def _config_fields(config: object) -> tuple[Settings, bool, bool]:
+    """The settings of a config JSON object, every field's type checked (in the Rust core's
+    order, with its messages): a wrong type is a ``ValueError`` naming the key.
+
+    >>> _config_fields({"script_specific_scripts": None, "main_regex": 1})
+    Traceback (most recent call last):
+    ValueError: 'main_regex' is not a string
+    """
+    def get(key: str) -> Any:
+        if not isinstance(config, dict) or key not in config:
+            raise ValueError(f"missing key '{key}'")
+        return config[key]
+
+    def string(key: str, optional: bool = False) -> Any:
+        v = get(key)
+        if not (isinstance(v, str) or (optional and v is None)):
+            raise ValueError(f"'{key}' is not a string")
+        return v
+
+    def boolean(key: str) -> bool:
+        v = get(key)
+        if not isinstance(v, bool):
+            raise ValueError(f"'{key}' is not a boolean")
+        return v
+
+    scripts = get("script_specific_scripts")
+    if scripts is not None:
+        if not isinstance(scripts, list):
+            raise ValueError("'script_specific_scripts' is not a list")
+        if not all(isinstance(x, str) for x in scripts):
+            raise ValueError("script names must be strings")
+    main, script, merge = string("main_regex"), string("script_specific_regex", True), string("merge_pattern")
+    tau = get("tau")
+    if isinstance(tau, bool) or not isinstance(tau, (int, float)):
+        raise ValueError("'tau' is not a number")
+    settings = Settings(main_regex=main, script_specific_regex=script, script_specific_scripts=scripts,
+                        merge_pattern=merge, tau=tau, blowup=boolean("blowup"))
+    return settings, boolean("is_super"), boolean("superbpe_mode")
+
+
 def _read_section(lines: _Lines, vocab: list[bytes],
                   ) -> tuple[Settings, bool, bool, list[Merge], list[Deletion]]:
     raw = lines.next("the config JSON")
     try:
         config = json.loads(raw)
-        settings = Settings(main_regex=config["main_regex"],
-                            script_specific_regex=config["script_specific_regex"],
-                            script_specific_scripts=config["script_specific_scripts"],
-                            merge_pattern=config["merge_pattern"],
-                            tau=config["tau"], blowup=config["blowup"])
-        is_sup, superbpe_mode = bool(config["is_super"]), bool(config["superbpe_mode"])
-        if (isinstance(settings.tau, bool) or not isinstance(settings.tau, (int, float))
-                or not isinstance(settings.blowup, bool)):
-            raise TypeError("tau must be a number and blowup true or false")
-    except (ValueError, KeyError, TypeError, RecursionError) as exc:
+    except (ValueError, RecursionError) as exc:
         # RecursionError: arrays nested deeper than Python's stack (serde_json refuses them too)
+        raise lines.error(f"bad config JSON ({exc})") from None
+    try:
+        settings, is_sup, superbpe_mode = _config_fields(config)
+    except ValueError as exc:
         raise lines.error(f"bad config JSON ({exc})") from None
     # merges and deletions share one index sequence 0, 1, 2, ... (SPEC 9); each section
     # lists its entries in index order

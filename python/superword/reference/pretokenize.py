@@ -246,6 +246,33 @@ def _has_posix_class(pattern: str) -> bool:
     return False
 
 
+#: The text on which every pattern is tried for empty matches before it is used (the same in
+#: ``src/pretokenize/generic.rs``).
+PROBE = "Ab c1\n\t'x, \u6771\u0301."
+
+_NOTHING = ("every match must hold at least one character; change the alternatives that can "
+            "match nothing (such as \\w* or a look-ahead alone)")
+
+
+def refuse_empty_matches(compiled: regex.Pattern[str], what: str) -> None:
+    r"""Refuse a pattern that matches the empty string in an empty text or at a character of
+    :data:`PROBE`, wherever the pattern comes in (``pattern=``, model, count, minbpe,
+    ``.tiktoken`` and ``tokenizer.json`` files): a door that never pre-tokenizes (training on
+    a count file) must refuse it too.
+
+    >>> refuse_empty_matches(regex.compile(r"\w*|\s"), "pattern")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ValueError: pattern matches the empty string (it does in an empty text): every match must ...
+    """
+    if compiled.match("") is not None:
+        raise ValueError(f"{what} matches the empty string (it does in an empty text): {_NOTHING}")
+    for n in range(len(PROBE)):
+        m = compiled.match(PROBE, n)
+        if m is not None and m.end() == n:
+            raise ValueError(f"{what} matches the empty string (it does at character {n} of "
+                             f"superword's probe text): {_NOTHING}")
+
+
 class _Finder:
     """All matches of a pattern, in order; an empty match before the end of the text is an
     error (see ``src/pretokenize/generic.rs``, ``empty_match``: after one, Python's ``regex``
@@ -256,6 +283,7 @@ class _Finder:
     def __init__(self, pattern: str, what: str):
         self.what = what
         self.compiled = compile_pattern(pattern, what)
+        refuse_empty_matches(self.compiled, what)
         self._plain = self.compiled.groups == 0 and self.compiled.match("") is None
 
     def findall(self, text: str) -> list[str]:

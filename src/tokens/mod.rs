@@ -6,7 +6,8 @@ use std::hash::BuildHasher;
 use hashbrown::hash_table::{Entry, HashTable};
 use rustc_hash::FxBuildHasher;
 
-use crate::model::ByteStrings;
+pub mod ngram;
+pub mod pairs;
 
 pub type TokenId = u32;
 pub type Pair = (TokenId, TokenId);
@@ -14,7 +15,7 @@ pub type Pair = (TokenId, TokenId);
 /// Token bytes by id, and the reverse map.  Byte tokens come first (SPEC 2.2).
 ///
 /// The bytes lie back to back in one array, and the reverse map is a table of ids hashed by
-/// their bytes.  (Round 10: a box of bytes per token, and another as the key of a hash map
+/// their bytes.  (A box of bytes per token, and another as the key of a hash map
 /// from bytes to ids, were two allocations and two hashes of the bytes per merge; adding a
 /// token was 2.4-2.8 M instructions of a small training's phase 1, taylorswift.txt at 5,000.)
 #[derive(Clone)]
@@ -33,7 +34,7 @@ pub struct Vocab {
 /// tokens by bytes whenever the keys differ (a zero pad stands where the shorter token ended,
 /// and the shorter sorts first).  Equal keys fall back to comparing the bytes.  Kept by
 /// [`Vocab`] for every token: the merge loop's heap makes two for each entry it pushes
-/// (Round 10: made from the bytes each time, they were a third of a push).
+/// (Made from the bytes each time, they were a third of a push).
 #[inline]
 pub fn prefix_key(bytes: &[u8]) -> u64 {
     let mut k = [0u8; 8];
@@ -175,5 +176,109 @@ impl Vocab {
         (0..self.len() as TokenId)
             .map(|id| self.bytes(id).to_vec())
             .collect()
+    }
+}
+
+/// Byte strings back to back in one vector, by index: a model's tokens, its merges' halves.
+///
+/// (A `Vec<u8>` per token and two per merge were ~14,500 allocations for a model
+/// of 5,000 tokens, made after training and freed with the tokenizer.  Taylorswift.txt at
+/// 5,000, a whole `superword.train` call and the drop: BPE 51.8 -> 50.1 M instructions,
+/// BoundlessBPE 62.4 -> 60.9 M, SuperBPE 59.4 -> 57.9 M.  Tried and dropped: `Vocab` keeping
+/// its bytes in a `ByteStrings` too, so that the word model's vocabulary is a clone of it:
+/// 50.14 -> 50.40 M for BPE, the merge loop's code laid out and inlined differently, where a
+/// copy made from `Vocab`'s own vectors, `Vocab::strings`, gives 50.14 -> 49.99 M.)
+#[derive(Clone, PartialEq, Eq)]
+pub struct ByteStrings {
+    data: Vec<u8>,
+    /// string `i` is `data[bounds[i]..bounds[i + 1]]`
+    bounds: Vec<usize>,
+}
+
+impl Default for ByteStrings {
+    fn default() -> ByteStrings {
+        ByteStrings::with_capacity(0)
+    }
+}
+
+impl ByteStrings {
+    /// Room for `n` strings.
+    pub fn with_capacity(n: usize) -> ByteStrings {
+        let mut bounds = Vec::with_capacity(n + 1);
+        bounds.push(0);
+        ByteStrings {
+            data: Vec::new(),
+            bounds,
+        }
+    }
+
+    /// The strings of `data` between consecutive `bounds` (increasing, from 0 to its length).
+    pub fn from_parts(data: Vec<u8>, bounds: Vec<usize>) -> ByteStrings {
+        assert!(bounds.first() == Some(&0) && bounds.last() == Some(&data.len()));
+        debug_assert!(bounds.windows(2).all(|b| b[0] <= b[1]));
+        ByteStrings { data, bounds }
+    }
+
+    #[inline]
+    pub fn push(&mut self, bytes: &[u8]) {
+        self.data.extend_from_slice(bytes);
+        self.bounds.push(self.data.len());
+    }
+
+    /// String `i` (panics out of range, as indexing a slice).
+    #[inline]
+    pub fn get(&self, i: usize) -> &[u8] {
+        &self.data[self.bounds[i]..self.bounds[i + 1]]
+    }
+
+    pub fn len(&self) -> usize {
+        self.bounds.len() - 1
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = &[u8]> + DoubleEndedIterator + '_ {
+        self.bounds.windows(2).map(|b| &self.data[b[0]..b[1]])
+    }
+
+    /// Keep the first `n` strings.
+    pub fn truncate(&mut self, n: usize) {
+        if n < self.len() {
+            self.bounds.truncate(n + 1);
+            self.data.truncate(self.bounds[n]);
+        }
+    }
+}
+
+impl std::ops::Index<usize> for ByteStrings {
+    type Output = [u8];
+
+    fn index(&self, i: usize) -> &[u8] {
+        self.get(i)
+    }
+}
+
+impl<'a> FromIterator<&'a [u8]> for ByteStrings {
+    fn from_iter<I: IntoIterator<Item = &'a [u8]>>(iter: I) -> ByteStrings {
+        let iter = iter.into_iter();
+        let mut out = ByteStrings::with_capacity(iter.size_hint().0);
+        for s in iter {
+            out.push(s);
+        }
+        out
+    }
+}
+
+impl From<Vec<Vec<u8>>> for ByteStrings {
+    fn from(strings: Vec<Vec<u8>>) -> ByteStrings {
+        strings.iter().map(Vec::as_slice).collect()
+    }
+}
+
+impl std::fmt::Debug for ByteStrings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
     }
 }

@@ -1,0 +1,232 @@
+//! Building the merge loop's state: the sequences in one arena, the pairs counted in parallel
+//! into the shards, the heap; and the floor below which pairs are left out.
+
+use rayon::prelude::*;
+use rustc_hash::FxHashMap;
+
+use super::heap::PairHeap;
+use super::tables::{shard_of, PairInfo, PairTable};
+use super::{MergeState, Seq};
+use crate::tokens::pairs::count_pairs;
+use crate::tokens::{Pair, TokenId, Vocab, BASE_VOCAB};
+use crate::train::long::{LongSequence, LONG_SEQUENCE};
+
+impl MergeState {
+    /// `seqs`: the sequences, each with its weight; all whole.
+    pub fn new<'s, I>(seqs: I, vocab: &Vocab) -> MergeState
+    where
+        I: IntoIterator<Item = (&'s [TokenId], u64)>,
+        I::IntoIter: Clone,
+    {
+        Self::with_wholeness(seqs.into_iter().map(|(s, w)| (s, w, true)), vocab)
+    }
+
+    /// `seqs`: the sequences, each with its weight and whether it is whole (see `whole`).
+    /// (`seqs` is read twice: the arena and the spans are allocated at their final size, not
+    /// grown by doubling, which held the old and the new arena at once while phase 2 began,
+    /// near the peak memory of a BoundlessBPE training.)
+    pub fn with_wholeness<'s, I>(seqs: I, vocab: &Vocab) -> MergeState
+    where
+        I: IntoIterator<Item = (&'s [TokenId], u64, bool)>,
+        I::IntoIter: Clone,
+    {
+        let seqs = seqs.into_iter();
+        let (mut n, mut tokens) = (0, 0);
+        for (seq, _, _) in seqs.clone() {
+            n += 1;
+            if seq.len() <= LONG_SEQUENCE {
+                tokens += seq.len();
+            }
+        }
+        let mut data = Vec::with_capacity(tokens);
+        let mut spans: Vec<Seq> = Vec::with_capacity(n);
+        let mut long = FxHashMap::default();
+        for (seq, w, is_whole) in seqs {
+            if seq.len() > LONG_SEQUENCE {
+                long.insert(spans.len() as u32, LongSequence::new(seq));
+            }
+            spans.push(Seq {
+                start: data.len(),
+                weight: w,
+                len: seq.len() as u32,
+                whole: is_whole,
+            });
+            if seq.len() <= LONG_SEQUENCE {
+                data.extend_from_slice(seq);
+            }
+        }
+        // the pairs, counted by contiguous parts of the sequences in parallel (each part into
+        // one table per shard), then each shard's tables added up in parallel.  (Each thread
+        // used to read every sequence and keep the pairs of its own shard: two threads were no
+        // faster than one, 0.45 s against 0.37 s at 100 MB/32,768 and 1.42 against 1.16 s at
+        // 131,072 for BoundlessBPE's 1.6 M and 2.6 M segments.)
+        let n_shards = rayon::current_num_threads().max(1);
+        let per = spans.len().div_ceil(n_shards).max(1);
+        // Pairs of two bytes (phase 1) are counted in a list found through a table indexed by
+        // the pair, then put in the hash tables once each, in the order first seen as before.
+        // (A look-up in the hash table per pair occurrence was half of a small
+        // training's set-up.)
+        let bytes_only = data
+            .iter()
+            .chain(long.values().flat_map(|l| l.untouched().expect("no merge yet")))
+            .all(|&t| (t as usize) < BASE_VOCAB);
+        let parts: Vec<Vec<PairTable>> = spans
+            .par_chunks(per)
+            .enumerate()
+            .map(|(part, chunk)| {
+                let mut maps: Vec<PairTable> = (0..n_shards).map(|_| PairTable::default()).collect();
+                let mut slot_of: Vec<u32> = if bytes_only {
+                    vec![u32::MAX; BASE_VOCAB * BASE_VOCAB]
+                } else {
+                    Vec::new()
+                };
+                let mut found: Vec<(Pair, PairInfo)> = Vec::new();
+                for (j, span) in chunk.iter().enumerate() {
+                    let i = (part * per + j) as u32;
+                    let w = span.weight;
+                    let seq = match long.get(&i) {
+                        Some(l) => l.untouched().expect("no merge yet"),
+                        None => &data[span.range()],
+                    };
+                    if bytes_only {
+                        count_pairs(seq, |p| {
+                            let slot = &mut slot_of[p.0 as usize * BASE_VOCAB + p.1 as usize];
+                            if *slot == u32::MAX {
+                                *slot = found.len() as u32;
+                                found.push((p, PairInfo::default()));
+                            }
+                            let info = &mut found[*slot as usize].1;
+                            info.count += w;
+                            info.note(i);
+                        });
+                    } else {
+                        count_pairs(seq, |p| {
+                            let info = maps[shard_of(p, n_shards)].entry(p).or_default();
+                            info.count += w;
+                            info.note(i);
+                        });
+                    }
+                }
+                for (p, info) in found {
+                    maps[shard_of(p, n_shards)].insert(p, info);
+                }
+                maps
+            })
+            .collect();
+        let mut by_shard: Vec<Vec<PairTable>> = (0..n_shards).map(|_| Vec::new()).collect();
+        for maps in parts {
+            for (k, map) in maps.into_iter().enumerate() {
+                by_shard[k].push(map);
+            }
+        }
+        let shards: Vec<PairTable> = by_shard
+            .into_par_iter()
+            .map(|maps| {
+                // in the parts' order, so that each pair's sequences stay in increasing order
+                let mut maps = maps.into_iter();
+                let mut all = maps.next().unwrap_or_default();
+                for map in maps {
+                    for (p, info) in map {
+                        match all.get_mut(&p) {
+                            Some(mine) => {
+                                mine.count += info.count;
+                                mine.seqs.extend(info.seqs);
+                            }
+                            None => {
+                                all.insert(p, info);
+                            }
+                        }
+                    }
+                }
+                all
+            })
+            .collect();
+        let initial: Vec<(u64, Pair)> = shards
+            .iter()
+            .flat_map(|m| m.iter().map(|(&p, info)| (info.count, p)))
+            .collect();
+        let heap = PairHeap::from_vec(vocab, initial);
+        MergeState {
+            data,
+            seqs: spans,
+            shards,
+            heap,
+            long,
+            tokens: None,
+            relocated: false,
+            changes: None,
+            bytes: Vec::new(),
+            floor: 0,
+            present: Vec::new(),
+            #[cfg(test)]
+            restores: 0,
+        }
+    }
+
+    /// Leave out of the heap every pair while it is counted `floor` times or fewer: [`Self::best`]
+    /// then only returns pairs counted more often (or `None`).  For a caller that would never
+    /// choose such a pair anyway (phase 2, whose supermerges must beat a regular merge, see
+    /// `boundless.rs`).  A pair whose count rises above the floor later gets its entry then
+    /// (entries are pushed when a count grows), so the choice among the pairs above it is
+    /// unchanged.  (100 MB of Gutenberg, 32,768: BoundlessBPE's heap ended with 1.19 M
+    /// entries, almost all for pairs made by supermerges that never count enough.)
+    ///
+    /// Such pairs need no place in the pair table either, most of the time.  A merge only
+    /// adds occurrences of pairs that hold its new token; when that token occurs nowhere yet
+    /// (almost always: a supermerge whose bytes were made before is rare), those pairs had no
+    /// occurrence before, so their count is exactly what the merge made, and a pair made with
+    /// `floor` occurrences or fewer can never rise above it unless one of its tokens is made
+    /// again.  So the table keeps every pair counted above the floor (exactly, as before) and
+    /// drops the others; before a merge whose token may occur already, the pairs holding that
+    /// token are counted again over all sequences ([`Self::restore_pairs_of`], exact).
+    /// (100 MB of Gutenberg: BoundlessBPE's pair table grew from 37,507 pairs to
+    /// 1.12 M at 32,768 and from 0.40 M to 3.65 M at 131,072, almost all of them counted at
+    /// most `floor` times; its growth was a tenth of the samples of a training at 131,072,
+    /// mostly the kernel zeroing the new tables' pages.)
+    pub fn with_floor(mut self, floor: u64, vocab: &Vocab) -> MergeState {
+        self.floor = floor;
+        self.heap.drop_at_most(vocab, floor);
+        if floor > 0 {
+            for shard in &mut self.shards {
+                shard.retain(|_, info| info.count > floor);
+            }
+            let mut present = vec![false; vocab.len()];
+            let mut mark = |t: TokenId| {
+                let t = t as usize;
+                if t >= present.len() {
+                    present.resize(t + 1, false);
+                }
+                present[t] = true;
+            };
+            self.data.iter().for_each(|&t| mark(t));
+            self.long.values().for_each(|l| l.tokens().for_each(&mut mark));
+            self.present = present;
+        }
+        self
+    }
+
+    /// The floor set by [`Self::with_floor`] (0 without one).
+    pub fn floor(&self) -> u64 {
+        self.floor
+    }
+
+    /// The same sequences with every pair counted, exactly, and no floor (see
+    /// [`Self::with_floor`]): for a caller that needs the pairs at or below the floor after
+    /// all.  Reads every sequence, as the first count did.
+    pub fn without_floor(self, vocab: &Vocab) -> MergeState {
+        debug_assert!(self.tokens.is_none(), "token tracking keeps no floor");
+        let long: FxHashMap<u32, Vec<TokenId>> = self
+            .long
+            .iter()
+            .map(|(&i, l)| (i, l.tokens().collect()))
+            .collect();
+        let seqs = self.seqs.iter().enumerate().map(|(i, s)| {
+            let tokens = match long.get(&(i as u32)) {
+                Some(tokens) => &tokens[..],
+                None => &self.data[s.range()],
+            };
+            (tokens, s.weight, s.whole)
+        });
+        MergeState::with_wholeness(seqs, vocab)
+    }
+}
