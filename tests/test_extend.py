@@ -352,6 +352,8 @@ def _damaged(text: str) -> list[tuple[str, str]]:
         (edit(at["base"] + 3, lines[at["base"] + 2]), f"line {at['base'] + 4}: id 0 does not follow"),
         (edit(at["pattern"] + 1, "not json"), f"line {at['pattern'] + 2}: the pattern is not a JSON string"),
         (text + "extra\n", "unexpected text after the supermerges"),
+        (edit(at["base"] + 2, lines[at["base"] + 2].split(" ")[0] + " 2000000000"),
+         f"line {at['base'] + 3}: id 2000000000 is far beyond"),
         (edit(supers + 2, lines[supers + 2].replace(lines[supers + 2].split(" ")[0], "1", 1)),
          f"line {supers + 3}: the superwords' ids"),
     ]

@@ -25,7 +25,9 @@ pub struct ExtensionEncoder {
     /// (left, right) -> (index of the first supermerge of the pair, the id it makes)
     super_rank: FxHashMap<(TokenId, TokenId), (u32, TokenId)>,
     /// the tokens that are a part of some supermerge
-    parts: FxHashSet<TokenId>,
+    /// by id: whether the token is a part of some supermerge (a flag per id: a hash set's
+    /// lookup was paid for every pretoken)
+    parts: Vec<bool>,
     superword_ids: std::ops::Range<u64>,
     top: u32,
 }
@@ -44,15 +46,19 @@ impl ExtensionEncoder {
         );
         let specials = Specials::new(ext.special.clone());
         let mut super_rank = FxHashMap::default();
-        let mut parts = FxHashSet::default();
+        let top_id = (ext.base.iter().map(|(i, _)| *i))
+            .chain(ext.superwords.iter().map(|(i, _, _)| *i))
+            .max()
+            .unwrap_or(0);
+        let mut parts = vec![false; top_id as usize + 1];
         for (k, m) in ext.supermerges.iter().enumerate() {
             let joined = [decoder_bytes(&ext, m.left), decoder_bytes(&ext, m.right)].concat();
             let made = all
                 .get(&joined)
                 .ok_or_else(|| Error::internal("a supermerge makes bytes that are no token"))?;
             super_rank.entry((m.left, m.right)).or_insert((k as u32, made));
-            parts.insert(m.left);
-            parts.insert(m.right);
+            parts[m.left as usize] = true;
+            parts[m.right as usize] = true;
         }
         let start = ext.base_end();
         let superword_ids = start..start + ext.superwords.len() as u64;
@@ -153,7 +159,7 @@ impl ExtensionEncoder {
         self.matcher.for_each_piece(text, &mut |piece| {
             let raw = piece.as_bytes();
             match self.base.get(raw) {
-                Some(id) if self.parts.contains(&id) => {
+                Some(id) if self.parts[id as usize] => {
                     run.get_or_insert(out.len());
                     out.push(id);
                 }

@@ -165,6 +165,8 @@ pub fn loads(text: &str, name: &str) -> Result<Extension> {
     let mut base: Vec<(TokenId, Vec<u8>)> = Vec::with_capacity(n);
     let mut known: FxHashSet<Vec<u8>> = FxHashSet::default();
     let mut previous: i128 = -1;
+    // (as for ranks files: the encoder sizes tables by the largest id)
+    let limit = crate::ranks::id_limit(n);
     for _ in 0..n {
         let f = lines.fields(2, "'<base64 token> <id>'")?;
         let raw = lines.token(f[0])?;
@@ -174,6 +176,11 @@ pub fn loads(text: &str, name: &str) -> Result<Extension> {
         }
         if i > u128::from(MAX_ID) {
             return Err(lines.error(&format!("id {i} is past 2**31 - 1")));
+        }
+        if i >= u128::from(limit) {
+            return Err(lines.error(&format!(
+                "id {i} is far beyond the {n} tokens of the base (ids may leave gaps, but must stay below {limit})"
+            )));
         }
         if !known.insert(raw.clone()) {
             return Err(lines.error("the token appears twice"));

@@ -34,7 +34,7 @@ from .candidates import supermerge_candidates
 from .count import Counts
 from .merging import Merge, apply_merge
 from .pretokenize import MERGE_PATTERN, compile_pattern
-from .ranks import byte_pair_merge
+from .ranks import byte_pair_merge, id_limit
 from .superbpe import train_superbpe
 
 #: The first line of an extension model file; the number is the format's version.
@@ -253,13 +253,18 @@ def loads(text: str, name: str) -> Extension:
     lines.expect("base")
     ranks: dict[bytes, int] = {}
     previous = -1
-    for _ in range(lines.count("base tokens")):
+    n = lines.count("base tokens")
+    limit = id_limit(n)  # (as for ranks files: the encoder sizes tables by the largest id)
+    for _ in range(n):
         token, rank = lines.fields(2, "'<base64 token> <id>'")
         raw, i = lines.token(token), lines.uint(rank, "the id")
         if i <= previous:
             raise lines.error(f"id {i} does not follow {previous}: base ids ascend")
         if i > MAX_ID:
             raise lines.error(f"id {i} is past 2**31 - 1")
+        if i >= limit:
+            raise lines.error(f"id {i} is far beyond the {n} tokens of the base (ids may leave gaps, but "
+                              f"must stay below {limit})")
         if raw in ranks:
             raise lines.error("the token appears twice")
         ranks[raw] = previous = i
