@@ -560,10 +560,14 @@ AutoTokenizer.register(_SuperwordTokenizerConfig, tokenizer_class=SuperwordToken
 
 
 def _pad_rows(rows: list[Any], lengths: list[int], target: int, fill: Any, side: str) -> list[Any]:
-    """``rows`` (of ``lengths``) padded with ``fill`` to ``target`` on ``side``; longer rows stay."""
-    pad = [fill]
+    """``rows`` (of ``lengths``) padded with ``fill`` to ``target`` on ``side``; longer rows stay.
+    The rows are the batch call's own new lists: on the right they are padded in place."""
     if side == "right":
-        return [row + pad * (target - n) if n < target else row for row, n in zip(rows, lengths)]
+        for row, n in zip(rows, lengths):
+            if n < target:
+                row.extend(itertools.repeat(fill, target - n))
+        return rows
+    pad = [fill]
     return [pad * (target - n) + row if n < target else row for row, n in zip(rows, lengths)]
 
 
