@@ -300,3 +300,12 @@ def test_a_terminal_without_utf8_gets_escapes_not_an_error(tmp_path):
                           capture_output=True, env=env)
     assert done.returncode == 0, done.stderr
     assert b"\\u2423" in done.stdout  # the visible space, escaped
+
+
+def test_export_to_hf_names_every_file_it_wrote(tmp_path, capsys):
+    from superword.cli import main
+    model = tmp_path / "b.model"
+    superword.train(["the cat sat on the mat and the dog sat on the log"] * 100, 300, "boundless").save(model)
+    assert main(["export", str(model), "--to", "hf", str(tmp_path / "hf")]) == 0
+    said = capsys.readouterr().out
+    assert sorted(os.listdir(tmp_path / "hf")) == sorted(said.split(": ", 1)[1].strip().split(", "))

@@ -69,6 +69,12 @@ from .reference.tokens import CHAR_TO_BYTE, render
 #: The files :func:`save_hf` writes.
 HF_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
 
+
+def hf_files(kind: str) -> tuple[str, ...]:
+    """The files :func:`save_hf` writes for a model of ``kind``: superword models also get the
+    model file and the code file that ``AutoTokenizer`` loads for exact ids."""
+    return HF_FILES if kind in ("word", "tiktoken") else (*HF_FILES, _hf_folder.MODEL_FILE, _hf_folder.CODE_FILE)
+
 #: The regex of ``tokenizers``' ``ByteLevel(use_regex=True)`` pre-tokenizer (GPT-2's pattern).
 GPT2_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 

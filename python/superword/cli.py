@@ -316,7 +316,7 @@ def _export(args: argparse.Namespace) -> None:
     elif args.to == "hf":
         tok.save_hf(args.output, overwrite=args.overwrite, bos_token=args.bos_token,
                     eos_token=args.eos_token, pad_token=args.pad_token, unk_token=args.unk_token)
-        print(f"wrote {args.output}/: " + ", ".join(ex.HF_FILES))
+        print(f"wrote {args.output}/: " + ", ".join(ex.hf_files(tok.kind)))
     elif args.to == "tiktoken":
         pattern = _open.save_ranks(tok, args.output) if ranks else tok.save_tiktoken(args.output)
         if not ranks:
@@ -351,7 +351,7 @@ def _written(args: argparse.Namespace) -> list[str]:
     if args.command == "export":
         from . import _export as ex
         if args.to == "hf":  # (an imported ranks model writes tokenizer.json only)
-            return [os.path.join(out, name) for name in ex.HF_FILES]
+            return [os.path.join(out, name) for name in ex.hf_files("boundless")]
         return [out, out + ".pattern"] if args.to == "tiktoken" else [out + ".model", out + ".vocab"]
     return [out]
 
