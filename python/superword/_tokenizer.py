@@ -9,6 +9,7 @@ import array
 import contextlib
 import gc
 import itertools
+import json
 import os
 import sys
 from collections.abc import Iterable, Iterator
@@ -67,7 +68,10 @@ class Tokenizer:
         ``.tiktoken`` text, pattern and special tokens), its n-gram table, whether encoding
         uses the greedy split, the backend and the provenance: no path, no retraining.  The
         same tokenizer always pickles to the same bytes, so ``datasets`` can hash it."""
-        state: dict[str, Any] = {"backend": self.backend, "provenance": self.provenance}
+        # the provenance as JSON text (it is what the sidecar holds): its bytes then depend only on
+        # its content, not on which of its objects happen to be shared
+        provenance = None if self.provenance is None else json.dumps(self.provenance, ensure_ascii=False)
+        state: dict[str, Any] = {"backend": self.backend, "provenance": provenance}
         if self.kind == "tiktoken":
             state["ranks"] = self._impl.dumps_tiktoken()
             state["pattern"] = self.pattern
@@ -558,7 +562,7 @@ def _restore(fmt: object, state: object) -> Tokenizer:
             impl = maker.loads_tiktoken(state["ranks"], state["pattern"], special, _PICKLE_NAME)
         else:
             impl = maker.loads(state["model"], state["ngrams"], bool(state["greedy_split"]), _PICKLE_NAME)
-        provenance = state["provenance"]
+        provenance = None if state["provenance"] is None else json.loads(state["provenance"])
     except (KeyError, TypeError) as exc:
         raise ValueError(f"this pickle of a superword.Tokenizer lacks what superword {__version__} "
                          f"needs ({exc!r}): it was made by another version of superword") from None
