@@ -199,3 +199,19 @@ def merge_counts(items: Sequence[Counts | str | os.PathLike[str]], backend: str 
         else:
             raise TypeError(f"item {i} of merge_counts is {type(item).__name__}, not Counts or a path")
     return Counts(core_of(backend).merge_counts([t._impl for t in tables], names), backend)
+
+
+def counts_argument(inputs: Any, counts: Any, executor: str | None, ray_address: str | None,
+                    backend: str) -> tuple[Counts, str]:
+    """``train(counts=...)``'s counts (a :class:`Counts` or a count file's path, then loaded)
+    and the name to record for them; what may not come with counts is refused."""
+    if inputs is not None:
+        raise ValueError("give inputs or counts, not both")
+    if executor is not None or ray_address is not None:
+        raise ValueError("executor and ray_address are for counting inputs; counts are already counted")
+    if isinstance(counts, (str, os.PathLike)):
+        return Counts.load(counts, backend), os.fspath(counts)
+    if not isinstance(counts, Counts):
+        raise TypeError(f"counts must be a superword.Counts or a count file's path, not "
+                        f"{type(counts).__name__}")
+    return counts, "<counts>"

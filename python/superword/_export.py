@@ -468,6 +468,19 @@ def _roles(model: _model.Model, roles: dict[str, str | None]) -> dict[str, str]:
     return out
 
 
+def _check_folder(directory: str | os.PathLike[str], overwrite: bool, what: str) -> str:
+    """``directory`` as a path to export into: absent, empty, or (with ``overwrite``) a folder
+    whose ``what`` may be replaced."""
+    directory = os.fspath(directory)
+    if os.path.exists(directory):
+        if not os.path.isdir(directory):
+            raise ValueError(f"{directory} exists and is not a directory")
+        if os.listdir(directory) and not overwrite:
+            raise ValueError(f"{directory} is not empty ({len(os.listdir(directory))} entries); pass "
+                             f"overwrite=True (--overwrite) to replace {what}")
+    return directory
+
+
 def save_hf(tok: Any, directory: str | os.PathLike[str], overwrite: bool = False,
             roles: dict[str, str | None] | None = None, model_max_length: int | None = None) -> None:
     """Write the three files into ``directory`` (created if needed); for a superword model,
@@ -488,13 +501,7 @@ def save_hf(tok: Any, directory: str | os.PathLike[str], overwrite: bool = False
         if model_max_length < 1:
             raise ValueError(f"model_max_length must be at least 1, got {model_max_length}")
     model = model_of(tok)
-    directory = os.fspath(directory)
-    if os.path.exists(directory):
-        if not os.path.isdir(directory):
-            raise ValueError(f"{directory} exists and is not a directory")
-        if os.listdir(directory) and not overwrite:
-            raise ValueError(f"{directory} is not empty ({len(os.listdir(directory))} entries); pass "
-                             f"overwrite=True (--overwrite) to replace its tokenizer files")
+    directory = _check_folder(directory, overwrite, "its tokenizer files")
     named = _roles(model, roles or {})
     config = _config(model, named, model_max_length)
     exact = {}
@@ -1049,13 +1056,7 @@ def save_ranks_hf(tok: Any, directory: str | os.PathLike[str], overwrite: bool =
     """Write a ranks model as ``directory/tokenizer.json``, which ``tokenizers`` and
     :func:`open_tokenizer` read with the same ids.  Written to a temporary file, then renamed;
     a directory holding other files is refused unless ``overwrite``."""
-    directory = os.fspath(directory)
-    if os.path.exists(directory):
-        if not os.path.isdir(directory):
-            raise ValueError(f"{directory} exists and is not a directory")
-        if os.listdir(directory) and not overwrite:
-            raise ValueError(f"{directory} is not empty ({len(os.listdir(directory))} entries); pass "
-                             f"overwrite=True (--overwrite) to replace its tokenizer.json")
+    directory = _check_folder(directory, overwrite, "its tokenizer.json")
     text = json.dumps(ranks_hf_json(tok), ensure_ascii=False, indent=1) + "\n"
     os.makedirs(directory, exist_ok=True)
     write_atomic(os.path.join(directory, "tokenizer.json"), text)

@@ -131,18 +131,8 @@ def train(inputs: Any, *, base: Any, supermerges: Any, counts: Any, pattern: str
     if first + supermerges - 1 > _ref.MAX_ID:
         raise ValueError(f"supermerges={supermerges:,} would give ids up to {first + supermerges - 1:,}, "
                          f"past 2**31 - 1 = {_ref.MAX_ID:,} (the base's ids end at {first - 1:,})")
-    name = "<counts>"
     if counts is not None:
-        if inputs is not None:
-            raise ValueError("give inputs or counts, not both")
-        if executor is not None or ray_address is not None:
-            raise ValueError("executor and ray_address are for counting inputs; counts are already counted")
-        if isinstance(counts, (str, os.PathLike)):
-            name = os.fspath(counts)
-            counts = _count_table.Counts.load(counts, backend)
-        elif not isinstance(counts, _count_table.Counts):
-            raise TypeError(f"counts must be a superword.Counts or a count file's path, not "
-                            f"{type(counts).__name__}")
+        counts, name = _count_table.counts_argument(inputs, counts, executor, ray_address, backend)
         check_counts(counts, tok, name)
         record = [{"name": name, "documents": counts.documents, "bytes": None}]
     else:

@@ -247,17 +247,7 @@ def _train_via_counts(inputs: Any, counts: Any, options: dict[str, Any], script_
     """:func:`train` from counts: given, counted here first (``min_count``), or counted on Ray."""
     start = time.perf_counter()
     if counts is not None:
-        if inputs is not None:
-            raise ValueError("give inputs or counts, not both")
-        if executor is not None or ray_address is not None:
-            raise ValueError("executor and ray_address are for counting inputs; counts are already counted")
-        name = "<counts>"
-        if isinstance(counts, (str, os.PathLike)):
-            name = os.fspath(counts)
-            counts = _count_table.Counts.load(counts, backend)
-        elif not isinstance(counts, _count_table.Counts):
-            raise TypeError(f"counts must be a superword.Counts or a count file's path, not "
-                            f"{type(counts).__name__}")
+        counts, name = _count_table.counts_argument(inputs, counts, executor, ray_address, backend)
         _check_counts_settings(counts, name, script_aware, scripts, pattern, script_pattern)
         inputs_record = [{"name": name, "documents": counts.documents, "bytes": None}]
     else:

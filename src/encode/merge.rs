@@ -50,7 +50,7 @@ pub fn merge_by_rank(
 /// scan by `the_heap_merges_long_pieces_like_the_scan` (merges) and
 /// `tests/test_supermerge_runs.py` (supermerge runs of up to 300 tokens against the
 /// reference).
-pub(super) fn merge_heap(
+pub(crate) fn merge_heap(
     tokens: &mut Vec<TokenId>,
     rank: impl Fn(TokenId, TokenId) -> Option<(u32, TokenId)>,
     ascending: bool,
@@ -293,7 +293,7 @@ pub(super) fn merge_small(run: &mut [TokenId], rank: impl Fn(TokenId, TokenId) -
 /// every merge: on a BoundlessBPE model that was 16 % of encoding (perf, 4 MB of Gutenberg,
 /// mostly supermerge runs of common words).  A rank is one merge, so the positions holding
 /// the smallest rank are exactly the occurrences of its pair.
-pub(super) fn merge_scan(
+pub(crate) fn merge_scan(
     tokens: &mut Vec<TokenId>,
     rank: impl Fn(TokenId, TokenId) -> Option<(u32, TokenId)>,
     ascending: bool,

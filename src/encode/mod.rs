@@ -34,7 +34,8 @@ mod merge;
 mod picky;
 
 pub use merge::merge_by_rank;
-use merge::{merge_heap, merge_small, merge_tiny, NO_PAIR, SMALL_RUN, TINY_RUN};
+pub(crate) use merge::{merge_heap, merge_scan};
+use merge::{merge_small, merge_tiny, NO_PAIR, SMALL_RUN, TINY_RUN};
 use picky::Picky;
 
 /// The key of the pair `(a, b)` in `Encoder::super_ranks`.

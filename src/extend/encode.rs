@@ -5,7 +5,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::Extension;
 use crate::encode::decode::TokenBytes;
-use crate::encode::{Allowed, Encode, Part, Specials};
+use crate::encode::{merge_heap, merge_scan, Allowed, Encode, Part, Specials};
 use crate::error::{Error, Result};
 use crate::key::ByteMap;
 use crate::pretokenize::Matcher;
@@ -135,13 +135,15 @@ impl ExtensionEncoder {
     /// a run of a million repeated words costs O(n log n), not a pass per supermerge.
     fn supermerge(&self, out: &mut Vec<TokenId>, start: usize) {
         let rank = |a: TokenId, b: TokenId| self.super_rank.get(&(a, b)).copied();
-        if out.len() - start <= SCAN_RUN {
-            merge_scan(out, start, rank);
+        // (the superword encoder's kernels: a pair has one supermerge index, so the smallest
+        // index stands for one pair, as they need)
+        let mut run = out.split_off(start);
+        if run.len() <= SCAN_RUN {
+            merge_scan(&mut run, rank, false);
         } else {
-            let mut run = out.split_off(start);
-            merge_heap(&mut run, rank);
-            out.extend_from_slice(&run);
+            merge_heap(&mut run, rank, false);
         }
+        out.extend_from_slice(&run);
     }
 
     fn flush(&self, out: &mut Vec<TokenId>, run: &mut Option<usize>) {
@@ -182,104 +184,6 @@ impl ExtensionEncoder {
 
 /// Runs longer than this many tokens are merged with a heap (see `ExtensionEncoder::supermerge`).
 const SCAN_RUN: usize = 64;
-
-/// The scan of SPEC 7.4 on `out[start..]`, in place; `rank(a, b)` is `(index, merged id)` of
-/// the pair's supermerge, if any.
-fn merge_scan(
-    out: &mut Vec<TokenId>,
-    start: usize,
-    rank: impl Fn(TokenId, TokenId) -> Option<(u32, TokenId)>,
-) {
-    loop {
-        let mut best: Option<(u32, TokenId, (TokenId, TokenId))> = None;
-        for w in out[start..].windows(2) {
-            if let Some((k, made)) = rank(w[0], w[1]) {
-                if best.is_none_or(|(b, _, _)| k < b) {
-                    best = Some((k, made, (w[0], w[1])));
-                }
-            }
-        }
-        let Some((_, made, pair)) = best else { return };
-        let (mut read, mut write) = (start, start);
-        while read < out.len() {
-            if read + 1 < out.len() && (out[read], out[read + 1]) == pair {
-                out[write] = made;
-                read += 2;
-            } else {
-                out[write] = out[read];
-                read += 1;
-            }
-            write += 1;
-        }
-        out.truncate(write);
-    }
-}
-
-/// The same steps as [`merge_scan`] in O(n log n): a min-heap of `(index, position, left,
-/// right)` stands for the scan's search.  Entries of one index, leftmost first, are one pass
-/// of the scan; an entry whose tokens have changed since it was pushed is skipped (it was
-/// merged away, or overlaps an occurrence just merged).  Pairs a merge makes are pushed when
-/// its pass ends, as the scan sees them only in its next pass.  Tokens form a linked list by
-/// position.  Checked against the scan by `the_heap_merges_runs_as_the_scan_does`.
-fn merge_heap(tokens: &mut Vec<TokenId>, rank: impl Fn(TokenId, TokenId) -> Option<(u32, TokenId)>) {
-    use std::cmp::Reverse;
-    use std::collections::BinaryHeap;
-    let n = tokens.len();
-    if n < 2 {
-        return;
-    }
-    const NONE: usize = usize::MAX;
-    let mut next: Vec<usize> = (1..=n).collect();
-    let mut prev: Vec<usize> = (0..n).map(|i| i.wrapping_sub(1)).collect();
-    let mut alive = vec![true; n];
-    let mut heap: BinaryHeap<Reverse<(u32, usize, TokenId, TokenId)>> = (0..n - 1)
-        .filter_map(|i| {
-            rank(tokens[i], tokens[i + 1]).map(|(r, _)| Reverse((r, i, tokens[i], tokens[i + 1])))
-        })
-        .collect();
-    let mut made = Vec::new();
-    while let Some(&Reverse((current, _, _, _))) = heap.peek() {
-        while let Some(&Reverse((r, i, a, b))) = heap.peek() {
-            if r != current {
-                break;
-            }
-            heap.pop();
-            let j = next[i];
-            if !alive[i] || j >= n || tokens[i] != a || tokens[j] != b {
-                continue;
-            }
-            let Some((_, merged)) = rank(a, b) else { continue };
-            tokens[i] = merged;
-            alive[j] = false;
-            next[i] = next[j];
-            if next[i] < n {
-                prev[next[i]] = i;
-            }
-            if prev[i] != NONE {
-                made.push((prev[i], i));
-            }
-            if next[i] < n {
-                made.push((i, next[i]));
-            }
-        }
-        for (p, q) in made.drain(..) {
-            if !alive[p] || !alive[q] || next[p] != q {
-                continue;
-            }
-            if let Some((r, _)) = rank(tokens[p], tokens[q]) {
-                heap.push(Reverse((r, p, tokens[p], tokens[q])));
-            }
-        }
-    }
-    let mut write = 0;
-    for read in 0..n {
-        if alive[read] {
-            tokens[write] = tokens[read];
-            write += 1;
-        }
-    }
-    tokens.truncate(write);
-}
 
 fn decoder_bytes(ext: &Extension, id: TokenId) -> &[u8] {
     // (only while building the encoder: the model's ids were checked by the reader or made by
@@ -370,9 +274,9 @@ mod tests {
             let run: Vec<TokenId> = (0..len).map(|_| rng.below(alphabet as u64) as u32).collect();
             let rank = |a, b| table.get(&(a, b)).copied();
             let mut scanned = run.clone();
-            merge_scan(&mut scanned, 0, rank);
+            merge_scan(&mut scanned, rank, false);
             let mut heaped = run.clone();
-            merge_heap(&mut heaped, rank);
+            merge_heap(&mut heaped, rank, false);
             assert_eq!(heaped, scanned, "round {round}, run {run:?}, table {table:?}");
         }
     }
