@@ -32,8 +32,8 @@ pub fn merge_by_rank(
     out: &mut Vec<TokenId>,
 ) {
     if tokens.len() <= LONG_PIECE {
-        merge_scan(&mut tokens, rank, true);
-        out.extend_from_slice(&tokens);
+        let len = merge_scan(&mut tokens, rank, true);
+        out.extend_from_slice(&tokens[..len]);
         return;
     }
     merge_heap(&mut tokens, rank, true);
@@ -286,7 +286,8 @@ pub(super) fn merge_small(run: &mut [TokenId], rank: impl Fn(TokenId, TokenId) -
 
 /// The scan for short sequences: repeatedly apply the pair with the smallest rank at all its
 /// non-overlapping positions, left to right (as [`apply_merge`]); with `ascending`, only ranks
-/// above the last one applied count (regular merges), else any (supermerges).
+/// above the last one applied count (regular merges), else any (supermerges).  The result is
+/// the first of the returned number of tokens.
 ///
 /// Each adjacent pair's `(rank, merged)` is looked up once and kept; after a merge, only the
 /// pairs next to a new token are looked up again.  The plain scan looked up every pair after
@@ -294,14 +295,14 @@ pub(super) fn merge_small(run: &mut [TokenId], rank: impl Fn(TokenId, TokenId) -
 /// mostly supermerge runs of common words).  A rank is one merge, so the positions holding
 /// the smallest rank are exactly the occurrences of its pair.
 pub(crate) fn merge_scan(
-    tokens: &mut Vec<TokenId>,
+    tokens: &mut [TokenId],
     rank: impl Fn(TokenId, TokenId) -> Option<(u32, TokenId)>,
     ascending: bool,
-) {
+) -> usize {
     const NONE: (u32, TokenId) = (u32::MAX, 0);
     let n = tokens.len();
     if n < 2 {
-        return;
+        return n;
     }
     // ranks[i]: the pair (tokens[i], tokens[i + 1]); fresh[i]: tokens[i] was just made
     let mut ranks: smallvec::SmallVec<[(u32, TokenId); 32]> = tokens
@@ -310,8 +311,8 @@ pub(crate) fn merge_scan(
         .collect();
     let mut fresh: smallvec::SmallVec<[bool; 32]> = smallvec::smallvec![false; n];
     let mut floor = 0u32; // ranks below this can no longer apply
+    let mut len = n; // the tokens left, at the front of `tokens`
     loop {
-        let len = tokens.len();
         let mut best = NONE;
         for &r in &ranks[..len - 1] {
             if r.0 >= floor && r.0 < best.0 {
@@ -319,7 +320,7 @@ pub(crate) fn merge_scan(
             }
         }
         if best.0 == u32::MAX {
-            return;
+            return len;
         }
         let (mut read, mut write) = (0, 0);
         while read < len {
@@ -337,9 +338,9 @@ pub(crate) fn merge_scan(
             }
             write += 1;
         }
-        tokens.truncate(write);
+        len = write;
         if write < 2 {
-            return;
+            return write;
         }
         for j in 0..write - 1 {
             if fresh[j] || fresh[j + 1] {
@@ -423,7 +424,8 @@ mod tests {
             let ascending = round % 2 == 0;
             let plain = plain_scan(&start, &table, ascending);
             let mut kept = start.clone();
-            merge_scan(&mut kept, |a, b| table.get(&(a, b)).copied(), ascending);
+            let len = merge_scan(&mut kept, |a, b| table.get(&(a, b)).copied(), ascending);
+            kept.truncate(len);
             assert_eq!(plain, kept, "{start:?} {table:?}");
             let mut heaped = start.clone();
             merge_heap(&mut heaped, |a, b| table.get(&(a, b)).copied(), ascending);

@@ -137,13 +137,14 @@ impl ExtensionEncoder {
         let rank = |a: TokenId, b: TokenId| self.super_rank.get(&(a, b)).copied();
         // (the superword encoder's kernels: a pair has one supermerge index, so the smallest
         // index stands for one pair, as they need)
-        let mut run = out.split_off(start);
-        if run.len() <= SCAN_RUN {
-            merge_scan(&mut run, rank, false);
+        if out.len() - start <= SCAN_RUN {
+            let len = merge_scan(&mut out[start..], rank, false);
+            out.truncate(start + len);
         } else {
+            let mut run = out.split_off(start);
             merge_heap(&mut run, rank, false);
+            out.extend_from_slice(&run);
         }
-        out.extend_from_slice(&run);
     }
 
     fn flush(&self, out: &mut Vec<TokenId>, run: &mut Option<usize>) {
@@ -274,7 +275,8 @@ mod tests {
             let run: Vec<TokenId> = (0..len).map(|_| rng.below(alphabet as u64) as u32).collect();
             let rank = |a, b| table.get(&(a, b)).copied();
             let mut scanned = run.clone();
-            merge_scan(&mut scanned, rank, false);
+            let len = merge_scan(&mut scanned, rank, false);
+            scanned.truncate(len);
             let mut heaped = run.clone();
             merge_heap(&mut heaped, rank, false);
             assert_eq!(heaped, scanned, "round {round}, run {run:?}, table {table:?}");
