@@ -424,8 +424,8 @@ mod tests {
             let ascending = round % 2 == 0;
             let plain = plain_scan(&start, &table, ascending);
             let mut kept = start.clone();
-            let len = merge_scan(&mut kept, |a, b| table.get(&(a, b)).copied(), ascending);
-            kept.truncate(len);
+            let left = merge_scan(&mut kept, |a, b| table.get(&(a, b)).copied(), ascending);
+            kept.truncate(left);
             assert_eq!(plain, kept, "{start:?} {table:?}");
             let mut heaped = start.clone();
             merge_heap(&mut heaped, |a, b| table.get(&(a, b)).copied(), ascending);

@@ -275,8 +275,8 @@ mod tests {
             let run: Vec<TokenId> = (0..len).map(|_| rng.below(alphabet as u64) as u32).collect();
             let rank = |a, b| table.get(&(a, b)).copied();
             let mut scanned = run.clone();
-            let len = merge_scan(&mut scanned, rank, false);
-            scanned.truncate(len);
+            let left = merge_scan(&mut scanned, rank, false);
+            scanned.truncate(left);
             let mut heaped = run.clone();
             merge_heap(&mut heaped, rank, false);
             assert_eq!(heaped, scanned, "round {round}, run {run:?}, table {table:?}");
