@@ -127,6 +127,40 @@ def summary(runs: list[dict]) -> tuple[float, float, dict, float]:
             middle["stats"], max(r["rss_mb"] for r in runs))
 
 
+def parallel_share(one: float, many: float, threads: int) -> float:
+    """The share p of a stage that runs in parallel, by Amdahl's law, from its time on one thread
+    and on `threads`: many = one * ((1 - p) + p / threads); clipped to [0, 1]."""
+    if one <= 0 or threads <= 1:
+        return 0.0
+    return min(1.0, max(0.0, (1 - many / one) / (1 - 1 / threads)))
+
+
+def print_scaling(vocab: int, label: str, one: tuple, many: tuple, threads: int) -> None:
+    """Stage by stage: the speed-up `threads` gave BPE training, the parallel share it implies,
+    and what Amdahl's law projects for 16 and 64 cores (an upper bound: memory bandwidth and
+    reading the corpus do not scale that far)."""
+    stages = [("pretokenize_count", "pretokenize + count"), ("phase1", "phase 1 (merges)")]
+    rows = [(name, one[2].get(key, 0.0), many[2].get(key, 0.0)) for key, name in stages]
+    staged = sum(r[1] for r in rows)
+    rows.append(("rest (reading, setup, writing)", max(0.0, one[0] - staged),
+                 max(0.0, many[0] - sum(r[2] for r in rows))))
+    title = f"BPE training, vocab {vocab:,}" + (f" ({label})" if label else "")
+    print(f"\n{title}: 1 thread against {threads}, stage by stage, with Amdahl projections\n")
+    print(f"| stage | 1 thread s | {threads} threads s | speed-up | parallel share | 16 cores s | 64 cores s |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    totals = [0.0, 0.0, 0.0, 0.0]
+    for name, t1, tn in rows:
+        p = parallel_share(t1, tn, threads)
+        t16, t64 = t1 * ((1 - p) + p / 16), t1 * ((1 - p) + p / 64)
+        for k, v in enumerate((t1, tn, t16, t64)):
+            totals[k] += v
+        speedup = f"{t1 / tn:.2f}x" if tn > 0 else ""
+        print(f"| {name} | {t1:.2f} | {tn:.2f} | {speedup} | {p:.0%} | {t16:.2f} | {t64:.2f} |")
+    t1, tn, t16, t64 = totals
+    print(f"| whole run | {t1:.2f} | {tn:.2f} | {t1 / tn:.2f}x | {parallel_share(t1, tn, threads):.0%} "
+          f"| {t16:.2f} ({t1 / t16:.1f}x) | {t64:.2f} ({t1 / t64:.1f}x) |")
+
+
 def load() -> str:
     one, five, fifteen = os.getloadavg()
     return f"{one:.1f} / {five:.1f} / {fifteen:.1f}"
@@ -176,6 +210,7 @@ def main() -> None:
             print("| trainer | threads | vocab | wall s | user s | pretokenize+count s | phase 1 s | candidates s "
                   "| phase 2 s | supermerges | peak RSS MB |")
             print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+            scaling: dict[int, dict[tuple[str, int, str], tuple[float, float, dict, float]]] = {}
             for vocab in args.vocab:
                 runs: dict[int, list[dict]] = {i: [] for i in range(len(configs))}
                 for _ in range(args.repeat):
@@ -190,6 +225,14 @@ def main() -> None:
                     print(f"| {name} | {threads} | {vocab:,} | {seconds:.2f} | {user:.2f} | "
                           f"{cell('pretokenize_count')} | {cell('phase1')} | {cell('candidates')} | "
                           f"{cell('phase2')} | {s.get('supermerges', '')} | {rss:.0f} |", flush=True)
+                scaling[vocab] = {(kind, threads, label): summary(runs[i])
+                                  for i, (kind, threads, label, _) in enumerate(configs)}
+            for vocab, results in scaling.items():
+                for label, _ in builds:
+                    one = results.get(("superword:bpe", 1, label))
+                    many = results.get(("superword:bpe", args.threads, label))
+                    if one is not None and many is not None and args.threads > 1:
+                        print_scaling(vocab, label, one, many, args.threads)
             print(f"\nload average at the end: {load()}")
         small = DATA / "taylorswift.txt"
         if small.exists() and not args.skip_small:
