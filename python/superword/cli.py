@@ -523,6 +523,8 @@ def _train(args: argparse.Namespace) -> None:
         inputs, source, tally, sample = None, args.from_counts, None, None
         settings.update(counts=args.from_counts)
     else:
+        if args.ray is not None:
+            _ray_address(args)
         if args.ray is not None and (args.max_bytes is not None or args.max_docs is not None):
             raise ValueError("--max-bytes and --max-docs do not apply with --ray (Ray counts whole files)")
         if args.ray is not None and not args.inputs:
@@ -611,6 +613,7 @@ def _count(args: argparse.Namespace) -> None:
                                    runs=not args.no_runs, min_count=args.min_count, threads=args.threads,
                                    backend=args.backend)
     if args.ray is not None:
+        _ray_address(args)
         if args.max_bytes is not None or args.max_docs is not None:
             raise ValueError("--max-bytes and --max-docs do not apply with --ray (Ray counts whole files)")
         if not args.inputs:
