@@ -11,8 +11,13 @@
 from __future__ import annotations
 
 import gzip
+import os
+import secrets
+import shutil
 import socket
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -214,12 +219,74 @@ def test_the_command_line_gives_up_on_a_silent_port_within_the_connect_timeout(t
     assert not (tmp_path / "c.swc").exists()
 
 
-def test_an_authentication_failure_says_what_to_set():
-    class AuthenticationError(Exception):
-        pass
-    text = _ray._explain("head:6379", AuthenticationError("Authentication failed"))
-    assert "RAY_AUTH_MODE=token" in text and "RAY_AUTH_TOKEN" in text and "head:6379" in text
-    assert "RAY_AUTH" not in _ray._explain("head:6379", RuntimeError("no such host"))
+@pytest.fixture(scope="module")
+def token_cluster(tmp_path_factory):
+    """A one-node Ray cluster with token authentication, started as users start one
+    (``ray start --head``) in a folder of its own; yields (address, token)."""
+    pytest.importorskip("ray")
+    ray_cli = shutil.which("ray")
+    if ray_cli is None:
+        pytest.skip("no ray command")
+    folder = tempfile.mkdtemp(prefix="swray-", dir="/tmp")  # Ray's socket paths must stay short
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    token = secrets.token_hex(16)
+    env = dict(os.environ, RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=token)
+    head = subprocess.Popen([ray_cli, "start", "--head", "--block", f"--port={port}", "--num-cpus=1",
+                             "--include-dashboard=false", f"--temp-dir={folder}/t", "--disable-usage-stats"],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                _ray.probe("the test cluster", ("127.0.0.1", port), 1.0)
+                break
+            except ConnectionError:
+                if time.monotonic() > deadline or head.poll() is not None:
+                    pytest.skip("the Ray head did not start")
+                time.sleep(1)
+        yield f"127.0.0.1:{port}", token
+    finally:
+        head.terminate()  # `ray start --block` stops what it started
+        try:
+            head.wait(60)
+        except subprocess.TimeoutExpired:
+            head.kill()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def superword_command(argv: list[str], **env: str | None) -> subprocess.CompletedProcess[str]:
+    environment = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    for name, value in env.items():
+        if value is None:
+            environment.pop(name, None)
+        else:
+            environment[name] = value
+    return subprocess.run([sys.executable, "-m", "superword", *argv], env=environment, capture_output=True,
+                          text=True, timeout=180)
+
+
+def test_a_cluster_with_token_authentication_takes_the_token_from_the_environment(token_cluster, tmp_path):
+    address, token = token_cluster
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("the cat sat on the mat\n" * 50, encoding="utf-8")
+    out = tmp_path / "c.swc"
+    done = superword_command(["count", "--ray", address, str(corpus), "-o", str(out), "-q"],
+                             RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=token)
+    assert done.returncode == 0, done.stderr
+    assert out.read_bytes() == superword.count(str(corpus)).to_bytes()
+    out.unlink()
+    start = time.monotonic()
+    refused = superword_command(["count", "--ray", address, str(corpus), "-o", str(out), "-q"],
+                                RAY_AUTH_MODE="token", RAY_AUTH_TOKEN="0" * 32)
+    assert time.monotonic() - start < 120
+    assert refused.returncode == 2
+    error = refused.stderr.strip().splitlines()[-1]
+    assert error.startswith("superword: error: cannot connect to the Ray cluster at " + address), error
+    assert "RAY_AUTH_MODE=token" in error and "a token in RAY_AUTH_TOKEN" in error
+    assert token not in refused.stderr and "0" * 32 not in error  # a token is never shown
+    assert not out.exists()
 
 
 # -- on a local Ray cluster --------------------------------------------------------------------

@@ -133,13 +133,19 @@ def probe(address: str, endpoint: tuple[str, int], timeout: float) -> None:
 
 
 def _explain(address: str, exc: BaseException) -> str:
-    """The message of a failed ``ray.init``; an authentication failure says what to set."""
-    text = f"cannot connect to the Ray cluster at {address}: {exc}"
-    if type(exc).__name__ == "AuthenticationError" or "authenticat" in str(exc).lower():
-        text += ("  (a cluster started with RAY_AUTH_MODE=token needs RAY_AUTH_MODE=token here too, "
-                 "with its token in RAY_AUTH_TOKEN, in a file named by RAY_AUTH_TOKEN_PATH, or in "
-                 "~/.ray/auth_token)")
-    return text
+    """The message of a failed ``ray.init`` at an address that passed :func:`probe`: it speaks
+    gRPC, so the likeliest cause is a cluster that refused this driver's token (Ray reports
+    that only in its log, as a connection failure), which the message says how to give."""
+    mode = os.environ.get("RAY_AUTH_MODE")
+    where = ("RAY_AUTH_TOKEN" if os.environ.get("RAY_AUTH_TOKEN") else
+             "RAY_AUTH_TOKEN_PATH" if os.environ.get("RAY_AUTH_TOKEN_PATH") else None)
+    now = (f"this process has RAY_AUTH_MODE={mode}" if mode is not None else
+           "RAY_AUTH_MODE is not set here") + (f" and a token in {where}" if where else "")
+    return (f"cannot connect to the Ray cluster at {address}: {exc}.  The address answers as a gRPC "
+            f"server; if the cluster was started with token authentication (RAY_AUTH_MODE=token), "
+            f"set RAY_AUTH_MODE=token here too, with the cluster's token in RAY_AUTH_TOKEN, in a file "
+            f"named by RAY_AUTH_TOKEN_PATH, or in ~/.ray/auth_token ({now}); Ray and Python must "
+            f"also be the versions the cluster runs")
 
 
 def connect(address: str | None, timeout: float | None = None) -> Any:
