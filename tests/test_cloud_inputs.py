@@ -14,6 +14,7 @@ import gzip
 import os
 import secrets
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -219,10 +220,10 @@ def test_the_command_line_gives_up_on_a_silent_port_within_the_connect_timeout(t
     assert not (tmp_path / "c.swc").exists()
 
 
-@pytest.fixture(scope="module")
-def token_cluster(tmp_path_factory):
+@contextmanager
+def head_node(token: str) -> Iterator[tuple[str, str]]:
     """A one-node Ray cluster with token authentication, started as users start one
-    (``ray start --head``) in a folder of its own; yields (address, token)."""
+    (``ray start --head --block``) in a folder of its own; yields its address and folder."""
     pytest.importorskip("ray")
     ray_cli = shutil.which("ray")
     if ray_cli is None:
@@ -231,7 +232,6 @@ def token_cluster(tmp_path_factory):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    token = secrets.token_hex(16)
     env = dict(os.environ, RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=token)
     head = subprocess.Popen([ray_cli, "start", "--head", "--block", f"--port={port}", "--num-cpus=1",
                              "--include-dashboard=false", f"--temp-dir={folder}/t", "--disable-usage-stats"],
@@ -246,7 +246,7 @@ def token_cluster(tmp_path_factory):
                 if time.monotonic() > deadline or head.poll() is not None:
                     pytest.skip("the Ray head did not start")
                 time.sleep(1)
-        yield f"127.0.0.1:{port}", token
+        yield f"127.0.0.1:{port}", folder
     finally:
         head.terminate()  # `ray start --block` stops what it started
         try:
@@ -254,6 +254,13 @@ def token_cluster(tmp_path_factory):
         except subprocess.TimeoutExpired:
             head.kill()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def token_cluster():
+    token = secrets.token_hex(16)
+    with head_node(token) as (address, _):
+        yield address, token
 
 
 def superword_command(argv: list[str], **env: str | None) -> subprocess.CompletedProcess[str]:
@@ -349,3 +356,63 @@ def test_a_cluster_that_stops_answering_while_tasks_run_is_an_error_in_bounded_t
                              heartbeat=0.5, stall=2.0)[1] == []
     finally:
         ray_cluster.cancel(ref, force=True)
+
+
+DRIVER = """
+import sys, time
+from superword import _ray
+ray = _ray.connect(sys.argv[1])
+endpoint = _ray.control_endpoint(ray, sys.argv[1])
+def nap():
+    time.sleep(300)
+slow = ray.remote(num_cpus=1, max_retries=0)(nap).remote()
+print("waiting", flush=True)
+try:
+    _ray.wait_one(ray, [slow], endpoint, heartbeat=1.0, stall=5.0)
+except ConnectionError as exc:
+    print("ConnectionError:", exc, flush=True)
+    sys.exit(3)
+"""
+
+
+def processes_of(folder: str, name: str) -> list[int]:
+    """The ids of this machine's processes named ``name`` whose command line mentions ``folder``
+    (the test cluster's own)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    words = f.read().split(b"\0")
+            except OSError:
+                continue
+            if words and name.encode() in words[0] and any(folder.encode() in w for w in words):
+                found.append(int(entry))
+    return found
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="finds the cluster's processes in /proc")
+def test_a_driver_whose_cluster_stops_answering_mid_task_gives_up_in_bounded_time():
+    token = secrets.token_hex(16)
+    with head_node(token) as (address, folder):
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), RAY_AUTH_MODE="token",
+                   RAY_AUTH_TOKEN=token)
+        driver = subprocess.Popen([sys.executable, "-c", DRIVER, address], env=env, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+        gcs = processes_of(folder, "gcs_server")
+        try:
+            assert len(gcs) == 1
+            assert driver.stdout is not None
+            assert driver.stdout.readline().strip() == "waiting", driver.communicate(timeout=60)
+            time.sleep(2)
+            os.kill(gcs[0], signal.SIGSTOP)  # the cluster's control plane stops answering
+            start = time.monotonic()
+            out, err = driver.communicate(timeout=120)
+            assert time.monotonic() - start < 45
+        finally:
+            if driver.poll() is None:
+                driver.kill()
+            for pid in gcs:
+                os.kill(pid, signal.SIGCONT)
+    assert driver.returncode == 3, (out, err[-2000:])
+    assert "stopped answering while 1 tasks were pending" in out

@@ -30,9 +30,11 @@ they are.
 """
 from __future__ import annotations
 
+import atexit
 import os
 import signal
 import socket
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -189,14 +191,26 @@ def wait_one(ray: Any, pending: list[Any], endpoint: tuple[str, int] | None,
              heartbeat: float | None = None, stall: float | None = None) -> tuple[list[Any], list[Any]]:
     """``ray.wait(pending, num_returns=1)``, but while nothing finishes the cluster's
     ``endpoint`` is probed every ``heartbeat`` seconds; when it has not answered for ``stall``
-    seconds, ``ConnectionError``."""
+    seconds, ``ConnectionError``.
+
+    ``ray.wait`` runs on a thread of its own: with the cluster's GCS stopped, it does not
+    return even with a ``timeout`` (measured: over 120 s with ``timeout=1``), so the waiting
+    is watched from here and, on giving up, left to that (daemon) thread."""
     heartbeat = HEARTBEAT_SECONDS if heartbeat is None else heartbeat
     stall = STALL_SECONDS if stall is None else stall
+    result: dict[str, Any] = {}
+    finished = threading.Event()
+
+    def waiting() -> None:
+        try:
+            result["value"] = ray.wait(pending, num_returns=1)
+        except BaseException as exc:  # handed to the caller's thread
+            result["error"] = exc
+        finally:
+            finished.set()
+    threading.Thread(target=waiting, name="superword-ray-wait", daemon=True).start()
     silent_since: float | None = None
-    while True:
-        ready, rest = ray.wait(pending, num_returns=1, timeout=heartbeat)
-        if ready:
-            return ready, rest
+    while not finished.wait(heartbeat):
         if endpoint is None:
             continue
         try:
@@ -206,9 +220,15 @@ def wait_one(ray: Any, pending: list[Any], endpoint: tuple[str, int] | None,
             now = time.monotonic()
             silent_since = now if silent_since is None else silent_since
             if now - silent_since >= stall:
+                # Ray's exit hook (ray.shutdown) would wait for the lost cluster for ever, so
+                # that the process could not end once the error is reported
+                atexit.unregister(ray.shutdown)
                 raise ConnectionError(
                     f"the Ray cluster at {endpoint[0]}:{endpoint[1]} stopped answering while "
                     f"{len(pending)} tasks were pending (for {stall:g} s; {exc})") from None
+    if "error" in result:
+        raise result["error"]
+    return result["value"]
 
 
 def plan(paths: list[str], parts: int) -> list[tuple[str, int, int | None]]:
