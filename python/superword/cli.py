@@ -11,11 +11,11 @@
     superword export MODEL --to hf|tiktoken|minbpe OUT [--sample FILE ...]
 
 Every INPUT / FILE is a path: a file, a folder (its .txt/.jsonl/.parquet files, optionally
-.gz/.zst, recursively), a glob, or - for standard input; an INPUT with a scheme (s3://,
-gs://, hf://, file://) is read through fsspec (pip install 'superword[cloud]').  With no INPUTS, train uses a corpus
-every Python installation has: the .py sources of the running interpreter's standard library,
-one document per file, except every 25th file, which is held back for measurements (the
-default text of stats and plot).
+.gz/.zst, recursively), a glob, or - for standard input; a path with a scheme (s3://, gs://,
+hf://, file://) is read through fsspec (pip install 'superword[cloud]').  With no INPUTS,
+train uses a corpus every Python installation has: the .py sources of the running
+interpreter's standard library, one document per file, except every 25th file, which is held
+back for measurements (the default text of stats and plot).
 
 Every MODEL of stats, plot, vocab, encode and export is a superword .model file, a Hugging
 Face tokenizer.json (or a folder holding one), a .tiktoken ranks file, a minbpe .model file,
