@@ -50,7 +50,21 @@ fn py_isspace(c: char) -> bool {
     c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
 }
 
+/// The refusal of a path that is not a regular file (`superword/_inputs.py` words it alike).
+pub fn not_a_regular_file(path: &str) -> Error {
+    Error::Value(format!(
+        "{path} is not a regular file (a named pipe, device or socket): a training input must be \
+         a file that can be read to its end; give a stream as standard input (-) instead"
+    ))
+}
+
 fn open(path: &str) -> Result<Box<dyn Read>> {
+    // opening a named pipe waits for a writer, possibly forever: look at what the path is first
+    if let Ok(meta) = std::fs::metadata(path) {
+        if !meta.is_file() {
+            return Err(not_a_regular_file(path));
+        }
+    }
     let file = File::open(path).map_err(|e| match e.kind() {
         ErrorKind::NotFound => Error::NotFound(format!("training input vanished while reading: {path}")),
         _ => Error::Io(format!("{path}: cannot be read ({e})")),
@@ -688,6 +702,32 @@ mod tests {
         let utf8_error = format!("d.txt, line {utf8_line}: invalid UTF-8 (byte 0xff");
         assert!(errors[1].contains(&utf8_error), "{}", errors[1]);
         assert!(errors[2].contains("missing.txt"), "{}", errors[2]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_named_pipe_is_refused_without_waiting_for_a_writer() {
+        let dir = std::env::temp_dir().join(format!("superword-fifo-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("pipe.txt");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        if !made.map(|s| s.success()).unwrap_or(false) {
+            return; // no mkfifo on this system: nothing to check
+        }
+        let path = fifo.to_str().unwrap().to_string();
+        let err = match open(&path) {
+            Err(e) => e,
+            Ok(_) => panic!("a named pipe was opened"),
+        };
+        assert!(matches!(err, Error::Value(_)));
+        assert!(err.to_string().contains("not a regular file"), "{err}");
+        assert!(err.to_string().contains(&path), "{err}");
+        let dir_err = match open(dir.to_str().unwrap()) {
+            Err(e) => e,
+            Ok(_) => panic!("a folder was opened"),
+        };
+        assert!(dir_err.to_string().contains("not a regular file"), "{dir_err}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

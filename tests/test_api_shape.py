@@ -28,6 +28,7 @@ FUNCTION_LEVEL_IMPORTS = {
     ("superword._export", "tiktoken.load"): "extra [test]",
     ("superword._inputs", "zstandard"): "extra [zst]",
     ("superword._inputs", "pyarrow.parquet"): "extra [parquet]",
+    ("superword._inputs", "fsspec"): "extra [cloud]",
     ("superword._ray", "ray"): "extra [ray]",
     ("superword._tokenizer", "numpy"): "extra [numpy]",
     ("superword.hf", "transformers"): "extra [hf]",

@@ -4,7 +4,9 @@ a file it reads, a missing output folder is named before any work, and odd argum
 one line.  The API checks behind them are tested with both backends."""
 from __future__ import annotations
 
+import contextlib
 import os
+import threading
 
 import pytest
 import superword
@@ -217,3 +219,67 @@ def test_most_common_takes_a_count_of_zero_or_more(backend):
     for wrong in (True, 2.0, "3"):
         with pytest.raises(TypeError, match="most_common: n must be an int or None"):
             counts.most_common(wrong)
+
+
+# ----------------------------------------------------------------------------------------
+# inputs that are not regular files, and --ray before the inputs
+
+@contextlib.contextmanager
+def fifo(path):
+    """A named pipe at ``path``.  A thread opens it for writing and closes it at once, so a
+    reader that opens it by mistake reads an empty file (and the test fails) instead of waiting
+    for a writer for ever; when nobody opened it, leaving the block lets that thread go."""
+    os.mkfifo(path)
+    writer = threading.Thread(target=lambda: os.close(os.open(path, os.O_WRONLY)))
+    writer.start()
+    try:
+        yield str(path)
+    finally:
+        reader = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        writer.join()
+        os.close(reader)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes on this system")
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_named_pipe_given_as_an_input_is_refused_naming_it(tmp_path, corpus, capsys, backend):
+    from superword import _count_table
+    with fifo(tmp_path / "pipe.txt") as pipe:
+        message = f"{pipe} is not a regular file"
+        with pytest.raises(ValueError, match=message):
+            superword.count(pipe, backend=backend)
+        with pytest.raises(ValueError, match=message):  # matched by a glob too
+            superword.train(str(tmp_path / "*.txt"), 300, backend=backend)
+        with pytest.raises(ValueError, match=message):  # the readers refuse it themselves
+            list(_inputs.read_file(pipe))
+        counts = superword.count([str(corpus)], backend=backend)
+        with pytest.raises(ValueError, match=message):  # and so does the Rust core's reader
+            _count_table.count_local([pipe], None, pattern=counts.pattern, script_pattern=counts.script_pattern,
+                                     scripts=counts.scripts, text_field="text", runs=True, threads=1,
+                                     backend="rust")
+        refused(capsys, ["count", pipe, "-o", str(tmp_path / "c.swc"), "--backend", backend], message)
+    # a folder holding one reads its data files and passes the pipe by
+    with fifo(tmp_path / "folder.txt") as _:
+        (tmp_path / "pipe.txt").unlink()
+        assert superword.count(str(tmp_path), backend=backend).documents == 40
+
+
+@pytest.mark.parametrize("argv, address, inputs", [
+    (["--ray", "a.txt", "b.txt"], "", ["a.txt", "b.txt"]),
+    (["a.txt", "--ray", "b.txt"], "", ["a.txt", "b.txt"]),
+    (["--ray", "head:6379", "a.txt"], "head:6379", ["a.txt"]),
+    (["--ray", "ray://head:10001", "a.txt"], "ray://head:10001", ["a.txt"]),
+    (["--ray", "auto", "a.txt"], "auto", ["a.txt"]),
+    (["--ray", "local", "a.txt"], "local", ["a.txt"]),
+    (["--ray", "s3://bucket/corpus", "a.txt"], "", ["s3://bucket/corpus", "a.txt"]),
+    (["a.txt", "--ray"], "", ["a.txt"]),
+])
+def test_ray_takes_an_address_only_when_the_word_after_it_is_one(argv, address, inputs):
+    from superword.cli import _parser, _ray_before_inputs
+    args = _parser().parse_args(_ray_before_inputs(["count", "-o", "x.swc", *argv]))
+    assert (args.ray, args.inputs) == (address, inputs)
+
+
+def test_ray_with_an_equals_sign_must_be_an_address(tmp_path, corpus, capsys):
+    refused(capsys, ["count", f"--ray={corpus}", "-o", str(tmp_path / "c.swc")],
+            f"--ray={corpus} is not a cluster address")

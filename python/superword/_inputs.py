@@ -14,15 +14,26 @@ above data suffixes; a name with ``*``, ``?`` or ``[`` that is not an existing f
 (``**`` included).  Files the Rust core reads (every regular file except ``.zst`` and
 ``.parquet``) go to it as paths; the others are read here and passed on as documents.
 
+A name with a scheme (``s3://``, ``gs://``, ``hf://``, ``file://``, ``memory://``, any
+protocol ``fsspec`` knows) is read here through ``fsspec`` (``pip install
+'superword[cloud]'``, plus the protocol's own package, such as ``s3fs`` or ``gcsfs``), with the
+same formats, folders and globs: such a file gives the same documents, and so the same
+counts, as the same bytes read from a local path.
+
+Only regular files are read: a named pipe, a device or a socket given as a path is refused
+(opening a named pipe waits for a writer, possibly forever); a stream goes in as ``-``.
+
 Every problem raises an exception that names the file and the line, before or while the
 documents are produced; nothing is silently replaced or skipped.
 """
 from __future__ import annotations
 
+import contextlib
 import glob
 import gzip
 import json
 import os
+import re
 import stat
 import sys
 import sysconfig
@@ -38,6 +49,131 @@ PathLike = str | os.PathLike
 DATA_SUFFIXES = (".txt", ".jsonl", ".parquet")
 COMPRESSION_SUFFIXES = (".gz", ".zst")
 STDIN = "-"
+#: ``scheme://``: a name read through fsspec
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://")
+
+
+# ----------------------------------------------------------------------------------------
+# names with a scheme, read through fsspec
+
+def is_url(name: object) -> bool:
+    """Whether ``name`` is a ``scheme://...`` name, read through fsspec.
+
+    >>> is_url("s3://bucket/corpus.jsonl"), is_url("corpus.jsonl")
+    (True, False)
+    """
+    return isinstance(name, str) and _URL.match(name) is not None
+
+
+def url_fs(url: str) -> tuple[Any, str]:
+    """The fsspec filesystem of ``url`` and the path inside it."""
+    try:
+        import fsspec
+    except ImportError:
+        raise ImportError(f"{url}: reading paths with a scheme needs fsspec: "
+                          f"pip install 'superword[cloud]'") from None
+    try:
+        return fsspec.core.url_to_fs(url)
+    except ImportError as exc:  # the protocol's own package (s3fs, gcsfs, ...) is missing
+        raise ImportError(f"{url}: {exc}") from None
+    except ValueError as exc:  # a protocol fsspec does not know
+        raise ValueError(f"{url}: {exc}") from None
+
+
+def _not_regular(path: str) -> ValueError:
+    # worded as the Rust core's reader words it (src/input.rs)
+    return ValueError(f"{path} is not a regular file (a named pipe, device or socket): a training "
+                      f"input must be a file that can be read to its end; give a stream as standard "
+                      f"input (-) instead")
+
+
+def _open_local(path: str) -> Any:
+    """``open(path, "rb")`` of a regular file; anything else is refused without waiting (a
+    named pipe is opened non-blocking, seen to be a pipe, and closed)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise _not_regular(path)
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def open_binary(path: str) -> Any:
+    """A binary file object of a local path or a ``scheme://`` name (seekable)."""
+    if is_url(path):
+        fs, inner = url_fs(path)
+        return fs.open(inner, "rb")
+    return _open_local(path)
+
+
+def file_size(path: str) -> int:
+    """The size in bytes of a local path or a ``scheme://`` name."""
+    if is_url(path):
+        fs, inner = url_fs(path)
+        return int(fs.size(inner))
+    return os.path.getsize(path)
+
+
+def _expand_url(url: str, what: str) -> list[str]:
+    """The files a ``scheme://`` name stands for (as :func:`expand_paths`)."""
+    fs, inner = url_fs(url)
+    if fs.isdir(inner):
+        return _url_folder_files(fs, inner, url, what)
+    if fs.exists(inner):
+        _check_url_file(fs, inner, url)
+        return [url]
+    if glob.has_magic(inner):
+        matches = [m for m in sorted(fs.glob(inner)) if _shown_by_glob(m, inner)]
+        if not matches:
+            raise FileNotFoundError(f"{what}: the pattern {url!r} matches no file")
+        out: list[str] = []
+        for m in matches:
+            if fs.isdir(m):
+                out.extend(_url_folder_files(fs, m, fs.unstrip_protocol(m), what))
+            else:
+                _check_url_file(fs, m, fs.unstrip_protocol(m))
+                out.append(fs.unstrip_protocol(m))
+        return out
+    raise FileNotFoundError(f"{what} not found: {url}")
+
+
+def _shown_by_glob(match: str, pattern: str) -> bool:
+    """Whether Python's ``glob`` would give ``match`` for ``pattern``: a hidden name (``.x``)
+    only where the pattern's own part at that place starts with a dot, never under ``**``
+    (fsspec's glob gives hidden names too)."""
+    prefix = pattern.split("/")
+    while prefix and glob.has_magic(prefix[-1]):
+        prefix.pop()
+    wanted = pattern.split("/")[len(prefix):]
+    for i, part in enumerate(match.split("/")[len(prefix):]):
+        if part.startswith(".") and not (i < len(wanted) and wanted[i].startswith(".")
+                                         and "**" not in wanted[:i + 1]):
+            return False
+    return True
+
+
+def _check_url_file(fs: Any, inner: str, url: str) -> None:
+    if fs.info(inner).get("type", "file") not in ("file", "link"):  # fsspec's local "other"
+        raise _not_regular(url)
+
+
+def _url_folder_files(fs: Any, folder: str, url: str, what: str) -> list[str]:
+    root = folder.rstrip("/")
+    files = []
+    for inner, info in sorted(fs.find(folder, detail=True).items()):
+        relative = inner[len(root):].lstrip("/").split("/") if inner.startswith(root) else [inner]
+        if (info.get("type", "file") == "file" and is_data_file(relative[-1])
+                and not any(part.startswith(".") for part in relative)):
+            files.append(fs.unstrip_protocol(inner))
+    if not files:
+        raise FileNotFoundError(
+            f"{what}: the folder {url} holds no data files (.txt, .jsonl or .parquet, "
+            f"optionally .gz or .zst; hidden files and folders are skipped)")
+    return files
 
 
 # ----------------------------------------------------------------------------------------
@@ -56,25 +192,39 @@ def expand_paths(names: Iterable[PathLike], what: str = "training input") -> lis
     for path in paths:
         if not isinstance(path, str):
             raise TypeError(f"{what} {path!r} is not a file name (bytes paths are not supported)")
-        if path != STDIN and not os.path.exists(path) and not glob.has_magic(path):
+        if (path != STDIN and not is_url(path) and not os.path.exists(path)
+                and not glob.has_magic(path)):
             raise FileNotFoundError(f"{what} not found: {path}")
     out: list[str] = []
     for path in paths:
         if path == STDIN:
             out.append(path)
+        elif is_url(path):
+            out.extend(_expand_url(path, what))
         elif os.path.isdir(path):
             out.extend(_folder_files(path, what))
         elif os.path.exists(path):
-            out.append(path)
+            out.append(_regular(path))
         elif glob.has_magic(path):
             matches = sorted(glob.glob(path, recursive=True))
             if not matches:
                 raise FileNotFoundError(f"{what}: the pattern {path!r} matches no file")
             for m in matches:
-                out.extend(_folder_files(m, what) if os.path.isdir(m) else [m])
+                out.extend(_folder_files(m, what) if os.path.isdir(m) else [_regular(m)])
         else:
             raise FileNotFoundError(f"{what} not found: {path}")
     return out
+
+
+def _regular(path: str) -> str:
+    """``path``, when it is a regular file (links followed); else the refusal."""
+    try:
+        regular = stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return path  # the reader names the problem
+    if not regular:
+        raise _not_regular(path)
+    return path
 
 
 def is_data_file(name: str) -> bool:
@@ -96,8 +246,9 @@ def _folder_files(folder: str, what: str) -> list[str]:
 
 
 def read_in_rust(path: str) -> bool:
-    """Whether the Rust core reads this file itself (regular files but .zst and .parquet)."""
-    if path == STDIN or path.lower().endswith((".zst", ".parquet")):
+    """Whether the Rust core reads this file itself (regular local files but .zst and
+    .parquet)."""
+    if path == STDIN or is_url(path) or path.lower().endswith((".zst", ".parquet")):
         return False
     try:
         return stat.S_ISREG(os.stat(path).st_mode)
@@ -112,6 +263,8 @@ def _looks_like_a_path(item: object) -> bool:
         return False
     if is_data_file(item) or item.lower().endswith(COMPRESSION_SUFFIXES):
         return True
+    if is_url(item):  # a web address may well be a document, a storage URL is not
+        return not item.lower().startswith(("http://", "https://"))
     try:
         return os.path.exists(item)
     except (OSError, ValueError):
@@ -124,8 +277,9 @@ def resolve_inputs(inputs: object, text_field: str = "text", tally: Tally | None
 
     * a ``str`` or path object is a file, a folder, a glob or ``-`` (standard input);
     * a list or tuple is a list of such names when its **first** item is a path object, a
-      string naming an existing file or folder, or a one-line string ending in a data suffix
-      (``.txt``, ``.jsonl``, ``.parquet``, ``.gz``, ``.zst``); then every item must be one
+      string naming an existing file or folder, a one-line string ending in a data suffix
+      (``.txt``, ``.jsonl``, ``.parquet``, ``.gz``, ``.zst``) or a one-line ``scheme://`` name
+      (but ``http://`` and ``https://``, which need a data suffix); then every item must be one
       (a first item ``"-"`` is a document: only a single ``"-"`` means standard input);
     * anything else iterable holds the documents: ``str``, or dict-like rows (a Hugging Face
       ``datasets.Dataset``) with the text in ``text_field``.
@@ -230,15 +384,14 @@ def _raw_lines(path: str) -> Iterator[bytes]:
         return
     lower = path.lower()
     try:
-        if lower.endswith(".gz"):
-            with gzip.open(path, "rb") as f:
-                yield from f
-        elif lower.endswith(".zst"):
-            with open(path, "rb") as f:
-                yield from _zstd_lines(f, path)
-        else:
-            with open(path, "rb") as f:
-                yield from f
+        with open_binary(path) as raw:
+            if lower.endswith(".gz"):
+                with gzip.GzipFile(fileobj=raw, mode="rb") as f:
+                    yield from f
+            elif lower.endswith(".zst"):
+                yield from _zstd_lines(raw, path)
+            else:
+                yield from raw
     except (OSError, EOFError, zlib.error) as exc:
         if isinstance(exc, FileNotFoundError):
             raise FileNotFoundError(f"training input vanished while reading: {path}") from None
@@ -272,7 +425,7 @@ def read_range(path: str, start: int, end: int, text_field: str = "text") -> Ite
     cut at line boundaries (``start`` is 0 or follows a ``\n``): the documents :func:`read_file`
     gives for those lines.  Errors name the range; line numbers count from its start."""
     try:
-        with open(path, "rb") as f:
+        with open_binary(path) as f:
             f.seek(start)
             data = f.read(end - start)
     except OSError as exc:
@@ -337,10 +490,21 @@ def read_parquet(path: str, text_field: str = "text") -> Iterator[str]:
     except ImportError:
         raise ImportError(f"{path}: reading .parquet files needs pyarrow: "
                           f"pip install 'superword[parquet]'") from None
-    try:
-        pf = pq.ParquetFile(path)
-    except Exception as exc:  # pyarrow raises its own ArrowInvalid / OSError variety
-        raise ValueError(f"{path}: not a readable Parquet file ({exc})") from None
+    with contextlib.ExitStack() as stack:
+        try:
+            source = stack.enter_context(open_binary(path))
+        except FileNotFoundError:
+            raise FileNotFoundError(f"training input vanished while reading: {path}") from None
+        except OSError as exc:
+            raise OSError(f"{path}: cannot be read ({exc})") from None
+        try:
+            pf = stack.enter_context(pq.ParquetFile(source))
+        except Exception as exc:  # pyarrow raises its own ArrowInvalid / OSError variety
+            raise ValueError(f"{path}: not a readable Parquet file ({exc})") from None
+        yield from _parquet_column(pf, path, text_field)
+
+
+def _parquet_column(pf: Any, path: str, text_field: str) -> Iterator[str]:
     columns = pf.schema_arrow.names
     if text_field not in columns:
         raise ValueError(f"{path}: no column {text_field!r} (columns: "

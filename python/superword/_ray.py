@@ -13,14 +13,29 @@ Counting is a map-reduce, so it spreads:
 3. Training runs on the driver, from the final counts.
 
 A task whose worker dies is run again by Ray (``max_retries``); since a task's result depends
-only on its part of the input, the counts stay exact.  The files must be readable at the same
-paths on every node (a shared file system); paths are made absolute on the driver.
+only on its part of the input, the counts stay exact.  Local files must be readable at the
+same paths on every node (a shared file system); paths are made absolute on the driver.
+Names with a scheme (``s3://``, ``gs://``, ``hf://``, ``file://``) are read by the workers
+themselves through fsspec, so the driver needs no shared file system; a streaming Hugging
+Face ``datasets.IterableDataset`` is counted a shard per task.
+
+Connecting is bounded in time: an address is first asked for an HTTP/2 handshake (Ray's
+control plane speaks gRPC), so a port that answers as something else, or not at all, is an
+error within :data:`CONNECT_TIMEOUT_SECONDS`; and while the driver waits for its tasks it
+looks at the cluster's control endpoint every :data:`HEARTBEAT_SECONDS`, so a cluster that
+stops answering is an error after :data:`STALL_SECONDS` instead of a wait without end.  Ray's
+token authentication is Ray's own: the driver's ``RAY_AUTH_MODE=token`` with
+``RAY_AUTH_TOKEN`` or ``RAY_AUTH_TOKEN_PATH`` (or ``~/.ray/auth_token``) are passed to Ray as
+they are.
 """
 from __future__ import annotations
 
+import atexit
 import os
 import signal
 import socket
+import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -33,6 +48,12 @@ RANGES_PER_CPU = 2
 MIN_RANGE_BYTES = 4 << 20
 #: how long to wait for a cluster address to answer before giving up
 CONNECT_TIMEOUT_SECONDS = 10.0
+#: while tasks run: how often the driver looks at the cluster when no task has finished, and
+#: how long the cluster may fail to answer before the count is given up
+HEARTBEAT_SECONDS = 5.0
+STALL_SECONDS = 30.0
+#: the first bytes an HTTP/2 client sends (RFC 9113, 3.4), then an empty SETTINGS frame
+_HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
 #: times Ray runs a task again when its worker dies
 MAX_RETRIES = 3
 
@@ -48,26 +69,100 @@ def import_ray() -> Any:
 
 def _host_port(address: str) -> tuple[str, int] | None:
     """The TCP endpoint of a cluster address (``host:port`` or ``ray://host:port``), or
-    ``None`` for addresses Ray resolves itself (``auto``)."""
+    ``None`` for addresses Ray resolves itself (``auto``).
+
+    >>> _host_port("ray://head:10001"), _host_port("[::1]:6379"), _host_port("auto")
+    (('head', 10001), ('::1', 6379), None)
+    """
     rest = address.split("://", 1)[1] if "://" in address else address
     host, sep, port = rest.rpartition(":")
-    if not sep or not port.isdigit():
+    if not sep or not port.isdigit() or not host:
         return None
     return host.strip("[]"), int(port)
 
 
-def connect(address: str | None, timeout: float = CONNECT_TIMEOUT_SECONDS) -> Any:
+def is_address(text: str) -> bool:
+    """Whether ``text`` reads as a cluster address for ``--ray``: ``auto``, ``local``,
+    ``ray://...`` or ``host:port`` (a port of digits), rather than an input file.
+
+    >>> [is_address(t) for t in ("auto", "head:6379", "ray://head:10001", "corpus.txt", "s3://b/c")]
+    [True, True, True, False, False]
+    """
+    return text in ("auto", "local") or text.startswith("ray://") or (
+        "://" not in text and _host_port(text) is not None)
+
+
+def _tls() -> bool:
+    """Whether this process talks TLS to Ray (``RAY_USE_TLS``), which the handshake probe
+    cannot speak."""
+    return os.environ.get("RAY_USE_TLS", "0").strip().lower() in ("1", "true", "yes")
+
+
+def probe(address: str, endpoint: tuple[str, int], timeout: float) -> None:
+    """Raise ``ConnectionError`` unless ``endpoint`` answers an HTTP/2 handshake (as Ray's
+    gRPC servers do, the GCS and the Ray Client server alike) within ``timeout`` seconds.
+    With TLS, only that the port accepts a connection is checked."""
+    deadline = time.monotonic() + timeout
+    try:
+        sock = socket.create_connection(endpoint, timeout=timeout)
+    except OSError as exc:
+        raise ConnectionError(f"cannot reach the Ray cluster at {address} within {timeout:g} s "
+                              f"({exc}); check the address and that the cluster is running") from None
+    with sock:
+        if _tls():
+            return
+        reply = b""
+        try:
+            sock.sendall(_HTTP2_PREFACE)
+            while len(reply) < 9:  # a frame header: length (3), type (1), flags (1), stream (4)
+                sock.settimeout(max(deadline - time.monotonic(), 0.01))
+                chunk = sock.recv(9 - len(reply))
+                if not chunk:
+                    break
+                reply += chunk
+        except OSError:  # a time-out, or the peer reset the connection
+            pass
+    if len(reply) == 9 and reply[3] == 4 and reply[5:9] == bytes(4):  # a SETTINGS frame
+        return
+    seen = (f"it replied {reply[:9]!r}, which is not HTTP/2" if reply else
+            f"it said nothing within {timeout:g} s" if time.monotonic() >= deadline else
+            "it closed the connection")
+    raise ConnectionError(
+        f"{address} accepts connections but does not answer as a Ray cluster: {seen}.  Give the "
+        f"head node's GCS port (host:6379 by default, as `ray start --head` prints it) or "
+        f"ray://host:10001 for the Ray Client server; the dashboard port (8265) is not a cluster "
+        f"address")
+
+
+def _explain(address: str, exc: BaseException) -> str:
+    """The message of a failed ``ray.init`` at an address that passed :func:`probe`: it speaks
+    gRPC, so the likeliest cause is a cluster that refused this driver's token (Ray reports
+    that only in its log, as a connection failure), which the message says how to give."""
+    mode = os.environ.get("RAY_AUTH_MODE")
+    where = ("RAY_AUTH_TOKEN" if os.environ.get("RAY_AUTH_TOKEN") else
+             "RAY_AUTH_TOKEN_PATH" if os.environ.get("RAY_AUTH_TOKEN_PATH") else None)
+    now = (f"this process has RAY_AUTH_MODE={mode}" if mode is not None else
+           "RAY_AUTH_MODE is not set here") + (f" and a token in {where}" if where else "")
+    return (f"cannot connect to the Ray cluster at {address}: {exc}.  The address answers as a gRPC "
+            f"server; if the cluster was started with token authentication (RAY_AUTH_MODE=token), "
+            f"set RAY_AUTH_MODE=token here too, with the cluster's token in RAY_AUTH_TOKEN, in a file "
+            f"named by RAY_AUTH_TOKEN_PATH, or in ~/.ray/auth_token ({now}); Ray and Python must "
+            f"also be the versions the cluster runs")
+
+
+def connect(address: str | None, timeout: float | None = None) -> Any:
     """Ray, connected: to ``address``, to the cluster this process already joined, or to a
-    new local one (``address=None``).  An address that does not answer within ``timeout``
-    seconds raises ``ConnectionError`` (Ray itself would wait much longer)."""
+    new local one (``address=None`` or ``"local"``).  An address that does not answer as a
+    Ray cluster within ``timeout`` seconds raises ``ConnectionError`` (Ray itself would wait
+    much longer).  Ray's own settings (``RAY_AUTH_MODE``, ``RAY_AUTH_TOKEN``, ...) come from
+    the environment, as Ray reads them."""
     ray = import_ray()
+    timeout = CONNECT_TIMEOUT_SECONDS if timeout is None else timeout
+    if address == "local":
+        address = None
     endpoint = None if address is None else _host_port(address)
     if endpoint is not None:
-        try:
-            socket.create_connection(endpoint, timeout=timeout).close()
-        except OSError as exc:
-            raise ConnectionError(f"cannot reach the Ray cluster at {address} within {timeout:g} s "
-                                  f"({exc}); check the address and that the cluster is running") from None
+        probe(address, endpoint, timeout)  # type: ignore[arg-type]
     if ray.is_initialized():  # this process already joined a cluster: use it
         return ray
     if address is None:
@@ -75,24 +170,79 @@ def connect(address: str | None, timeout: float = CONNECT_TIMEOUT_SECONDS) -> An
         return ray
     try:
         ray.init(address=address, include_dashboard=False, log_to_driver=False)
-    except Exception as exc:  # Ray raises ConnectionError, RuntimeError, ... by version
-        raise ConnectionError(f"cannot connect to the Ray cluster at {address}: {exc}") from None
+    except Exception as exc:  # Ray raises ConnectionError, RuntimeError, AuthenticationError, ...
+        raise ConnectionError(_explain(address, exc)) from None
     return ray
+
+
+def control_endpoint(ray: Any, address: str | None) -> tuple[str, int] | None:
+    """The endpoint the driver watches while its tasks run: the cluster's GCS (or the Ray
+    Client server of a ``ray://`` address)."""
+    if address is not None and address.startswith("ray://"):
+        return _host_port(address)
+    try:
+        gcs = ray.get_runtime_context().gcs_address
+    except Exception:  # a Ray Client session has no GCS address of its own
+        gcs = None
+    return _host_port(gcs) if isinstance(gcs, str) else None
+
+
+def wait_one(ray: Any, pending: list[Any], endpoint: tuple[str, int] | None,
+             heartbeat: float | None = None, stall: float | None = None) -> tuple[list[Any], list[Any]]:
+    """``ray.wait(pending, num_returns=1)``, but while nothing finishes the cluster's
+    ``endpoint`` is probed every ``heartbeat`` seconds; when it has not answered for ``stall``
+    seconds, ``ConnectionError``.
+
+    ``ray.wait`` runs on a thread of its own: with the cluster's GCS stopped, it does not
+    return even with a ``timeout`` (measured: over 120 s with ``timeout=1``), so the waiting
+    is watched from here and, on giving up, left to that (daemon) thread."""
+    heartbeat = HEARTBEAT_SECONDS if heartbeat is None else heartbeat
+    stall = STALL_SECONDS if stall is None else stall
+    result: dict[str, Any] = {}
+    finished = threading.Event()
+
+    def waiting() -> None:
+        try:
+            result["value"] = ray.wait(pending, num_returns=1)
+        except BaseException as exc:  # handed to the caller's thread
+            result["error"] = exc
+        finally:
+            finished.set()
+    threading.Thread(target=waiting, name="superword-ray-wait", daemon=True).start()
+    silent_since: float | None = None
+    while not finished.wait(heartbeat):
+        if endpoint is None:
+            continue
+        try:
+            probe("the Ray cluster", endpoint, min(heartbeat, stall))
+            silent_since = None
+        except ConnectionError as exc:
+            now = time.monotonic()
+            silent_since = now if silent_since is None else silent_since
+            if now - silent_since >= stall:
+                # Ray's exit hook (ray.shutdown) would wait for the lost cluster for ever, so
+                # that the process could not end once the error is reported
+                atexit.unregister(ray.shutdown)
+                raise ConnectionError(
+                    f"the Ray cluster at {endpoint[0]}:{endpoint[1]} stopped answering while "
+                    f"{len(pending)} tasks were pending (for {stall:g} s; {exc})") from None
+    if "error" in result:
+        raise result["error"]
+    return result["value"]
 
 
 def plan(paths: list[str], parts: int) -> list[tuple[str, int, int | None]]:
     """The map tasks: ``(path, start, end)`` byte ranges cut after a ``\\n`` of large
     uncompressed text files, about ``parts`` ranges in all; ``end=None`` for a whole file."""
-    total = sum(os.path.getsize(p) for p in paths)
-    size = max(total // max(parts, 1) + 1, MIN_RANGE_BYTES)
+    sizes = [_inputs.file_size(p) for p in paths]
+    size = max(sum(sizes) // max(parts, 1) + 1, MIN_RANGE_BYTES)
     out: list[tuple[str, int, int | None]] = []
-    for path in paths:
-        length = os.path.getsize(path)
+    for path, length in zip(paths, sizes):
         if path.lower().endswith((".gz", ".zst", ".parquet")) or length <= size:
             out.append((path, 0, None))
             continue
         start = 0
-        with open(path, "rb") as f:
+        with _inputs.open_binary(path) as f:
             while start < length:
                 f.seek(min(start + size, length))
                 f.readline()  # to the end of the line the cut falls in
@@ -123,6 +273,36 @@ def _count_part(path: str, start: int, end: int | None, options: dict[str, Any],
     return counts.to_bytes()
 
 
+def _count_shard(dataset: Any, index: int, options: dict[str, Any]) -> bytes:
+    """A map task: the count file of shard ``index`` of a streaming ``datasets`` dataset."""
+    settings = dict(options)
+    text_field = settings.pop("text_field")
+    shard = dataset.shard(num_shards=dataset.num_shards, index=index)
+    documents = _inputs.documents_of(None, shard, text_field)
+    return _count_table.count_local(None, documents, text_field=text_field, threads=1, **settings).to_bytes()
+
+
+def is_sharded_dataset(inputs: object) -> bool:
+    """Whether ``inputs`` is a Hugging Face ``datasets.IterableDataset`` (streaming), which
+    Ray counts a shard per task."""
+    return (type(inputs).__name__ == "IterableDataset" and hasattr(inputs, "num_shards")
+            and hasattr(inputs, "shard"))
+
+
+def worker_paths(inputs: Any) -> list[str]:
+    """The files of ``inputs`` as the workers read them: local paths made absolute (they must
+    be on a file system every node shares), ``scheme://`` names as they are (but
+    ``memory://``, which lives in this process only)."""
+    paths = _inputs.expand_paths(inputs)
+    if _inputs.STDIN in paths:
+        raise ValueError("executor='ray' cannot read standard input; give files")
+    for path in paths:
+        if path.lower().startswith("memory://"):
+            raise ValueError(f"executor='ray' cannot read {path}: a memory:// file lives in this "
+                             f"process only, the Ray workers cannot see it")
+    return [p if _inputs.is_url(p) else os.path.abspath(p) for p in paths]
+
+
 def _merge_parts(backend: str, *parts: bytes) -> bytes:
     """A reduce task: the sum of count files."""
     tables = [_count_table.Counts(_count_table._impl_from_bytes(p, f"part {i}", backend), backend)
@@ -135,36 +315,43 @@ def count(inputs: Any, *, pattern: str, script_pattern: str | None, scripts: lis
           kill_marker: str | None = None,
           progress: Callable[[str, int, int], object] | None = None) -> _count_table.Counts:
     """:func:`superword.count` on Ray (checked arguments)."""
+    sharded = is_sharded_dataset(inputs)
     if isinstance(inputs, (str, os.PathLike)):
         inputs = [inputs]
-    if (not isinstance(inputs, (list, tuple)) or not inputs or not _inputs._looks_like_a_path(inputs[0])
-            or not all(isinstance(i, (str, os.PathLike)) for i in inputs)):
-        raise TypeError("executor='ray' needs file paths that the Ray workers can read, not documents "
-                        "in memory")
-    paths = _inputs.expand_paths(inputs)
-    if _inputs.STDIN in paths:
-        raise ValueError("executor='ray' cannot read standard input; give files")
-    paths = [os.path.abspath(p) for p in paths]
+    if not sharded and (not isinstance(inputs, (list, tuple)) or not inputs
+                        or not _inputs._looks_like_a_path(inputs[0])
+                        or not all(isinstance(i, (str, os.PathLike)) for i in inputs)):
+        raise TypeError("executor='ray' needs file paths that the Ray workers can read, or a streaming "
+                        "datasets.IterableDataset, not documents in memory")
+    paths = [] if sharded else worker_paths(inputs)
     ray = connect(address)
+    endpoint = control_endpoint(ray, address)
     cpus = int(ray.cluster_resources().get("CPU", 1))
     options = dict(pattern=pattern, script_pattern=script_pattern, scripts=scripts, text_field=text_field,
                    runs=runs, backend=backend)
-    count_task = ray.remote(num_cpus=1, max_retries=MAX_RETRIES)(_count_part)
     merge_task = ray.remote(num_cpus=1, max_retries=MAX_RETRIES)(_merge_parts)
-    # the first task of the plan dies once when a kill marker is given (tests)
-    refs = [count_task.remote(path, start, end, options, kill_marker if i == 0 else None)
-            for i, (path, start, end) in enumerate(plan(paths, RANGES_PER_CPU * cpus))]
+    if sharded:
+        shard_task = ray.remote(num_cpus=1, max_retries=MAX_RETRIES)(_count_shard)
+        dataset = ray.put(inputs)
+        refs = [shard_task.remote(dataset, i, options) for i in range(inputs.num_shards)]
+    else:
+        count_task = ray.remote(num_cpus=1, max_retries=MAX_RETRIES)(_count_part)
+        # the first task of the plan dies once when a kill marker is given (tests)
+        refs = [count_task.remote(path, start, end, options, kill_marker if i == 0 else None)
+                for i, (path, start, end) in enumerate(plan(paths, RANGES_PER_CPU * cpus))]
     tasks = list(refs)
     while len(refs) > 1:  # merge as a tree, FAN_IN tables per task
         refs = [merge_task.remote(backend, *refs[i:i + FAN_IN]) if len(refs[i:i + FAN_IN]) > 1 else refs[i]
                 for i in range(0, len(refs), FAN_IN)]
         tasks += [r for r in refs if r not in tasks]
-    if progress is not None:  # tasks done of tasks planned (count and merge tasks alike)
-        pending, done = tasks, 0
+    # tasks done of tasks planned (count and merge tasks alike), the cluster watched meanwhile
+    pending, done = tasks, 0
+    if progress is not None:
         progress("ray_tasks", 0, len(tasks))
-        while pending:
-            ready, pending = ray.wait(pending, num_returns=1)
-            done += len(ready)
+    while pending:
+        ready, pending = wait_one(ray, pending, endpoint)
+        done += len(ready)
+        if progress is not None:
             progress("ray_tasks", done, len(tasks))
     data = ray.get(refs[0])
     return _count_table.Counts(_count_table._impl_from_bytes(data, "the counts from Ray", backend), backend)

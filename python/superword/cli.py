@@ -11,10 +11,11 @@
     superword export MODEL --to hf|tiktoken|minbpe OUT [--sample FILE ...]
 
 Every INPUT / FILE is a path: a file, a folder (its .txt/.jsonl/.parquet files, optionally
-.gz/.zst, recursively), a glob, or - for standard input.  With no INPUTS, train uses a corpus
-every Python installation has: the .py sources of the running interpreter's standard library,
-one document per file, except every 25th file, which is held back for measurements (the
-default text of stats and plot).
+.gz/.zst, recursively), a glob, or - for standard input; a path with a scheme (s3://, gs://,
+hf://, file://) is read through fsspec (pip install 'superword[cloud]').  With no INPUTS,
+train uses a corpus every Python installation has: the .py sources of the running
+interpreter's standard library, one document per file, except every 25th file, which is held
+back for measurements (the default text of stats and plot).
 
 Every MODEL of stats, plot, vocab, encode and export is a superword .model file, a Hugging
 Face tokenizer.json (or a folder holding one), a .tiktoken ranks file, a minbpe .model file,
@@ -41,7 +42,7 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from . import __version__, _api, _counts, _display, _extend, _files, _inputs, _open, _progress, _provenance, stats
+from . import __version__, _api, _counts, _display, _extend, _files, _inputs, _open, _progress, _provenance, _ray, stats
 from .reference import model as _model
 from .reference import pretokenize as _pretok
 
@@ -197,7 +198,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="drop pretokens and letter runs counted fewer than N times before training "
                         "(less memory; the model is no longer the exact one)")
     t.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
-                   help="count on a Ray cluster (ADDRESS; none: a local one), train here")
+                   help="count on a Ray cluster, train here: ADDRESS is host:port, ray://host:port, "
+                        "auto or local (none: a local one); a word that is none of these is an INPUT")
     t.add_argument("-o", "--output", required=True, metavar="OUT.model")
     t.add_argument("-q", "--quiet", action="store_true", help="no progress output")
 
@@ -215,8 +217,9 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--threads", type=_positive, metavar="N", help="worker threads (default: all cores)")
     c.add_argument("--backend", choices=list(_api.BACKENDS), default=None)
     c.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
-                   help="count on a Ray cluster: ADDRESS (host:port or ray://host:port), or a local "
-                        "one when none is given (pip install 'superword[ray]')")
+                   help="count on a Ray cluster: ADDRESS is host:port, ray://host:port, auto or local "
+                        "(none: a local one); a word that is none of these is an INPUT "
+                        "(pip install 'superword[ray]')")
     c.add_argument("-o", "--output", required=True, metavar="CORPUS.swc")
     c.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     _add_reading(c)
@@ -371,6 +374,21 @@ def _check_outputs(args: argparse.Namespace, inputs: Sequence[str]) -> None:
     _files.refuse_overwriting(written, inputs)
 
 
+def _sized(paths: list[str]) -> bool:
+    """Whether the progress bar can follow the reading of ``paths`` by their sizes on disk
+    (local files, not standard input nor ``scheme://`` names)."""
+    return all(p != "-" and not _inputs.is_url(p) for p in paths)
+
+
+def _ray_address(args: argparse.Namespace) -> str | None:
+    """The address of ``--ray`` (``None``: a local cluster); a value that is no address (as
+    ``--ray=corpus.txt``) is refused."""
+    if args.ray and not _ray.is_address(args.ray):
+        raise ValueError(f"--ray={args.ray} is not a cluster address (host:port, ray://host:port, auto "
+                         f"or local); an INPUT goes after --ray without '='")
+    return args.ray or None
+
+
 def _input_paths(args: argparse.Namespace) -> list[str] | None:
     """The files INPUTS stand for (``None``: none given, the standard library is the corpus)."""
     return _inputs.expand_paths(args.inputs) if args.inputs else None
@@ -437,7 +455,7 @@ def _training_inputs(args: argparse.Namespace, paths: list[str] | None
                      f"{len(held)} held-back standard-library files (not trained on: in-domain text)")
         return docs, _inputs.describe_stdlib(train_files), tally, held_back
     source = ", ".join(args.inputs) + (f" ({len(paths)} files)" if len(paths) != len(args.inputs) else "")
-    rereadable = all(p != "-" and os.path.isfile(p) for p in paths)  # not stdin, not a pipe
+    rereadable = all(p != "-" and (_inputs.is_url(p) or os.path.isfile(p)) for p in paths)  # not stdin
 
     def sample_of_training_text() -> list[str]:
         return list(_inputs.limited(_inputs.documents_of(paths, None, args.text_field), SAMPLE_BYTES))
@@ -505,6 +523,8 @@ def _train(args: argparse.Namespace) -> None:
         inputs, source, tally, sample = None, args.from_counts, None, None
         settings.update(counts=args.from_counts)
     else:
+        if args.ray is not None:
+            _ray_address(args)
         if args.ray is not None and (args.max_bytes is not None or args.max_docs is not None):
             raise ValueError("--max-bytes and --max-docs do not apply with --ray (Ray counts whole files)")
         if args.ray is not None and not args.inputs:
@@ -514,7 +534,7 @@ def _train(args: argparse.Namespace) -> None:
         inputs, source, tally, sample = _training_inputs(args, paths)
         if args.ray is not None:  # the workers read the files themselves, whatever their kind
             inputs = args.inputs
-            settings.update(executor="ray", ray_address=args.ray or None)
+            settings.update(executor="ray", ray_address=_ray_address(args))
         if paths is not None:
             # text that was trained on flatters the model: the summary measures on held-back
             # documents only
@@ -530,10 +550,10 @@ def _train(args: argparse.Namespace) -> None:
             tally = _inputs.Tally()
             inputs = _inputs.documents_of(paths, None, args.text_field, tally)
         inputs = held.split(inputs)
-        if all(p != "-" and os.path.isfile(p) for p in paths):
+        if all(p != "-" and (_inputs.is_url(p) or os.path.isfile(p)) for p in paths):
             sample = (lambda: held.texts, "")
     progress_files = (paths if paths is not None and args.ray is None and args.max_bytes is None
-                      and args.max_docs is None and "-" not in paths else None)
+                      and args.max_docs is None and _sized(paths) else None)
     if args.min_count is not None:
         settings.update(min_count=args.min_count)
     if args.base is not None:
@@ -593,13 +613,14 @@ def _count(args: argparse.Namespace) -> None:
                                    runs=not args.no_runs, min_count=args.min_count, threads=args.threads,
                                    backend=args.backend)
     if args.ray is not None:
+        _ray_address(args)
         if args.max_bytes is not None or args.max_docs is not None:
             raise ValueError("--max-bytes and --max-docs do not apply with --ray (Ray counts whole files)")
         if not args.inputs:
             raise ValueError("--ray needs INPUTS (files the Ray workers can read)")
         _check_outputs(args, args.inputs)
         inputs, source = args.inputs, ", ".join(args.inputs)
-        options.update(executor="ray", ray_address=args.ray or None)
+        options.update(executor="ray", ray_address=_ray_address(args))
     else:
         paths = _input_paths(args)
         _check_outputs(args, paths or [])
@@ -608,7 +629,7 @@ def _count(args: argparse.Namespace) -> None:
         where = " on Ray" if args.ray is not None else ""
         print(f"counting {source}{where}", file=sys.stderr)
     files = (paths if args.ray is None and paths is not None and args.max_bytes is None
-             and args.max_docs is None and "-" not in paths else None)
+             and args.max_docs is None and _sized(paths) else None)
     progress = _progress.Progress(quiet=args.quiet, files=files)
     start = time.perf_counter()
     try:
@@ -835,9 +856,23 @@ def _printable_streams() -> None:
             stream.reconfigure(errors="backslashreplace")
 
 
+def _ray_before_inputs(argv: list[str]) -> list[str]:
+    """``argv`` with ``--ray`` written ``--ray=`` (no address) where the word after it is not
+    a cluster address (``host:port``, ``ray://...``, ``auto``, ``local``): then that word is
+    an INPUT, not the address (``superword count --ray a.txt b.txt``)."""
+    out = list(argv)
+    for i, word in enumerate(out):
+        if word == "--":
+            break
+        if (word == "--ray" and i + 1 < len(out) and not out[i + 1].startswith("-")
+                and not _ray.is_address(out[i + 1])):
+            out[i] = "--ray="
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     _printable_streams()
-    args = _parser().parse_args(argv)
+    args = _parser().parse_args(_ray_before_inputs(sys.argv[1:] if argv is None else list(argv)))
     commands = {"train": _train, "count": _count, "merge-counts": _merge_counts, "encode": _encode,
                 "stats": _stats, "compare": _stats, "plot": _plot, "vocab": _vocab, "export": _export}
     try:
