@@ -33,6 +33,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import _count_table, _inputs
+from ._backend import _core_module
 
 #: tables merged by one reduce task
 FAN_IN = 4
@@ -151,7 +152,7 @@ def _candidates_part(path: str, start: int, end: int | None, word_model: str, te
     """A map task of pass 2: the supermerge candidates of one file or byte range, cut with the
     word model (a candidate table's bytes)."""
     _die_once(kill_marker)
-    from . import _core  # (the Rust core: the two-pass path is the Rust backend's)
+    _core = _core_module()  # (the two-pass path is the Rust backend's)
     paths, documents = _documents_of(path, start, end, text_field)
     if paths is not None:
         table = _core.candidates_files(paths, text_field, word_model, threads=threads, progress=None)
@@ -162,7 +163,7 @@ def _candidates_part(path: str, start: int, end: int | None, word_model: str, te
 
 def _merge_candidate_parts(*parts: bytes) -> bytes:
     """A reduce task of pass 2: the sum of candidate tables."""
-    from . import _core
+    _core = _core_module()
     tables = [_core.Candidates.from_bytes(p, f"candidate part {i}") for i, p in enumerate(parts)]
     return bytes(_core.merge_candidates(tables, [f"candidate part {i}" for i in range(len(parts))]).to_bytes())
 
@@ -200,14 +201,14 @@ class _OnRay:
         return int(self.ray.cluster_resources().get("CPU", 1))
 
     def task(self, function: Callable[..., bytes], threads: bool) -> Callable[..., Any]:
-        return self.ray.remote(num_cpus=1, max_retries=MAX_RETRIES)(function).remote  # type: ignore[no-any-return]
+        return self.ray.remote(num_cpus=1, max_retries=MAX_RETRIES)(function).remote
 
     def done(self, pending: list[Any]) -> tuple[list[Any], list[Any]]:
         ready, rest = self.ray.wait(pending, num_returns=1)
         return ready, rest
 
     def get(self, ref: Any) -> bytes:
-        return self.ray.get(ref)  # type: ignore[no-any-return]
+        return self.ray.get(ref)
 
 
 def _map_reduce(runner: _Local | _OnRay, part: Callable[..., bytes], args: list[tuple[Any, ...]],
@@ -286,7 +287,7 @@ def train_two_pass(inputs: Any, *, pattern: str, script_pattern: str | None, scr
        tables are summed as a tree of tasks, and stage 3 and phase 2 run on the driver on the
        sum.  No task and not the driver ever holds the runs of more than one shard.
     """
-    from . import _core
+    _core = _core_module()
     paths = _paths(inputs)
     runner: _Local | _OnRay = _Local(threads) if local else _OnRay(connect(address))
     options = dict(pattern=pattern, script_pattern=script_pattern, scripts=scripts, text_field=text_field,

@@ -101,7 +101,8 @@ fn candidates(
     progress: Option<Py<PyAny>>,
     documents: impl FnOnce(&Arc<PyControl>) -> Box<dyn Documents> + Send + 'static,
 ) -> PyResult<PyCandidates> {
-    let (encoder, pretokenizer) = py.detach(|| guard(|| word_model_for_shards(&word_model, "the word model")))?;
+    let (encoder, pretokenizer) =
+        py.detach(|| guard(|| word_model_for_shards(&word_model, "the word model")))?;
     let pool = pool(threads)?;
     let table = watched(py, progress, move |control| {
         let counts = count_documents(&mut *documents(control), &pretokenizer, true, &pool, &**control)?;
@@ -123,7 +124,9 @@ pub(crate) fn candidates_files(
     threads: Option<usize>,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<PyCandidates> {
-    candidates(py, word_model, threads, progress, move |control| files(paths, text_field, control))
+    candidates(py, word_model, threads, progress, move |control| {
+        files(paths, text_field, control)
+    })
 }
 
 /// The candidates of a Python iterator of `str` documents.
@@ -137,7 +140,9 @@ pub(crate) fn candidates_iter(
     progress: Option<Py<PyAny>>,
 ) -> PyResult<PyCandidates> {
     let iter = PyIterator::from_object(&documents)?.unbind();
-    candidates(py, word_model, threads, progress, move |control| iterated(iter, control, None))
+    candidates(py, word_model, threads, progress, move |control| {
+        iterated(iter, control, None)
+    })
 }
 
 /// Phase 1 done on the driver, waiting for the corpus' candidates (used once).
@@ -169,7 +174,9 @@ impl PyPhaseOne {
             .lock()
             .map_err(|_| Error::Runtime("a phase 1 whose finishing failed".into()))?
             .take()
-            .ok_or_else(|| Error::Value("this phase 1 was already finished (finish is called once)".into()))?;
+            .ok_or_else(|| {
+                Error::Value("this phase 1 was already finished (finish is called once)".into())
+            })?;
         let table = (*candidates.table).clone();
         let pool = pool(threads)?;
         let on = pool.clone();

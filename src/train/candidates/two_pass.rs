@@ -274,7 +274,8 @@ impl CandidateTable {
             at: MAGIC.len(),
             name,
         };
-        let (fingerprint, n_tokens, documents, pretokens, n) = (r.u64()?, r.u64()?, r.u64()?, r.u64()?, r.u64()?);
+        let (fingerprint, n_tokens, documents, pretokens, n) =
+            (r.u64()?, r.u64()?, r.u64()?, r.u64()?, r.u64()?);
         // (each candidate takes at least four bytes: a bound on `n` before reserving)
         if n > (data.len() / 4) as u64 {
             return Err(r.bad("more candidates than the bytes can hold"));
@@ -289,7 +290,9 @@ impl CandidateTable {
             for _ in 0..len {
                 let t = r.varint()?;
                 if t >= n_tokens {
-                    return Err(r.bad(&format!("token id {t}, beyond the word model's {n_tokens} tokens")));
+                    return Err(r.bad(&format!(
+                        "token id {t}, beyond the word model's {n_tokens} tokens"
+                    )));
                 }
                 tokens.push(t as TokenId);
             }
@@ -324,7 +327,11 @@ impl CandidateTable {
         };
         let mut documents = 0u64;
         let mut pretokens = 0u64;
-        let overflow = |what: &str| Error::Value(format!("the sum of these candidate tables counts {what} over 2**64 - 1"));
+        let overflow = |what: &str| {
+            Error::Value(format!(
+                "the sum of these candidate tables counts {what} over 2**64 - 1"
+            ))
+        };
         for (i, t) in tables.iter().enumerate() {
             if (t.fingerprint, t.n_tokens) != (first.fingerprint, first.n_tokens) {
                 let name = names.get(i).map_or("a table", String::as_str);
@@ -334,8 +341,12 @@ impl CandidateTable {
                     t.fingerprint, first.fingerprint
                 )));
             }
-            documents = documents.checked_add(t.documents).ok_or_else(|| overflow("documents"))?;
-            pretokens = pretokens.checked_add(t.pretokens).ok_or_else(|| overflow("pretokens"))?;
+            documents = documents
+                .checked_add(t.documents)
+                .ok_or_else(|| overflow("documents"))?;
+            pretokens = pretokens
+                .checked_add(t.pretokens)
+                .ok_or_else(|| overflow("pretokens"))?;
         }
         let mut all: Vec<&(Box<[TokenId]>, u64)> = tables.iter().flat_map(|t| t.candidates.iter()).collect();
         all.par_sort_unstable_by(|a, b| a.0.cmp(&b.0));
@@ -361,7 +372,12 @@ impl CandidateTable {
 /// Stage 3 and phase 2 on the candidates of the whole corpus (`table`, the sum of the shards'
 /// tables), on the current rayon pool: the model [`super::super::train_counts`] makes from the
 /// counts with runs.  `stats` receives the seconds of each stage (phase 1's first).
-pub fn phase_two(one: PhaseOne, table: CandidateTable, control: &dyn Control, stats: &mut Stats) -> Result<Model> {
+pub fn phase_two(
+    one: PhaseOne,
+    table: CandidateTable,
+    control: &dyn Control,
+    stats: &mut Stats,
+) -> Result<Model> {
     let PhaseOne {
         config,
         phase2,
@@ -406,9 +422,10 @@ pub fn phase_two(one: PhaseOne, table: CandidateTable, control: &dyn Control, st
     if config.greedy_split {
         // (as `supermerge_candidates_for`: the frequent n-grams of the candidates, their cut,
         // and the table in bytes, sorted)
-        let found: rustc_hash::FxHashSet<Box<[TokenId]>> = frequent_ngrams(&candidates, min_ngram_count, MAX_NGRAM)
-            .into_keys()
-            .collect();
+        let found: rustc_hash::FxHashSet<Box<[TokenId]>> =
+            frequent_ngrams(&candidates, min_ngram_count, MAX_NGRAM)
+                .into_keys()
+                .collect();
         candidates = greedy_split(candidates, &found);
         let mut rendered: Vec<Vec<Vec<u8>>> = found
             .iter()
@@ -439,7 +456,14 @@ pub fn phase_two(one: PhaseOne, table: CandidateTable, control: &dyn Control, st
                 _ => None,
             };
             let order_len = word.order.len();
-            let s = train_superbpe(word.vocab, &word.order, candidates, supermerges, first_cut, control)?;
+            let s = train_superbpe(
+                word.vocab,
+                &word.order,
+                candidates,
+                supermerges,
+                first_cut,
+                control,
+            )?;
             superbpe_model(&config, parts, s, order_len, ngrams)
         }
     };
