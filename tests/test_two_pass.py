@@ -108,7 +108,7 @@ def test_tables_of_another_word_model_are_refused():
     with pytest.raises(ValueError, match="part b was made with another word model than part a"):
         _core.merge_candidates([a, b], ["part a", "part b"])
     with pytest.raises(ValueError, match="another word model"):
-        small.finish(b, threads=1, progress=None)
+        small.finish(b.to_bytes(), "b", threads=1, progress=None)
     # a word model is needed to cut candidates, not a superword model
     boundless = superword.train(path, 600).model_text()
     with pytest.raises(ValueError, match="the word model is a boundless model"):
@@ -123,17 +123,17 @@ def test_inputs_that_changed_between_the_passes_are_refused(tmp_path):
     path.write_bytes(b"".join(lines[:-1]))  # a document less in pass 2
     table = _core.candidates_files([str(path)], "text", one.word_model, threads=1, progress=None)
     with pytest.raises(ValueError, match="pass 2 read 399 documents .* pass 1 400 .* the inputs changed"):
-        one.finish(table, threads=1, progress=None)
+        one.finish(table.to_bytes(), "pass 2", threads=1, progress=None)
 
 
 def test_phase_one_is_finished_once_and_only_for_superword_algorithms():
     path = need(GOLDEN / "taylorswift_400.jsonl")
     one = phase_one(path, 600)
     table = _core.candidates_files([str(path)], "text", one.word_model, threads=1, progress=None)
-    tok = superword.Tokenizer(one.finish(table, threads=1, progress=None), "rust")
+    tok = superword.Tokenizer(one.finish(table.to_bytes(), "pass 2", threads=1, progress=None), "rust")
     assert tok.model_text() == superword.train(path, 600).model_text()
     with pytest.raises(ValueError, match="already finished"):
-        one.finish(table, threads=1, progress=None)
+        one.finish(table.to_bytes(), "pass 2", threads=1, progress=None)
     with pytest.raises(ValueError, match="two passes is for BoundlessBPE and SuperBPE"):
         phase_one(path, 600, "bpe")
 

@@ -241,7 +241,7 @@ class PhaseOne:
     """Phase 1 done, waiting for the corpus' candidates (finished once)."""
     @property
     def word_model(self) -> str: ...
-    def finish(self, candidates: Candidates, *, threads: int | None,
+    def finish(self, data: bytes, name: str, *, threads: int | None,
                progress: Callable[[str, int, int], object] | None) -> Tokenizer: ...
 
 def train_phase_one(counts: Counts, *, vocab_size: int, algorithm: str, supermerges: int | None,

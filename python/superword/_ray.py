@@ -302,5 +302,4 @@ def train_two_pass(inputs: Any, *, pattern: str, script_pattern: str | None, scr
             for i, (path, start, end) in enumerate(plan(paths, RANGES_PER_CPU * runner.cpus()))]
     table = _map_reduce(runner, _candidates_part, args, _merge_candidate_parts, (), "ray_candidate_tasks",
                         progress)
-    candidates = _core.Candidates.from_bytes(table, "the candidates of pass 2")
-    return one.finish(candidates, threads=threads, progress=progress), counts
+    return one.finish(table, "the candidates of pass 2", threads=threads, progress=progress), counts

@@ -160,12 +160,16 @@ impl PyPhaseOne {
         self.text.clone()
     }
 
-    /// Stage 3 and phase 2 on `candidates`, the sum of every shard's: the trained tokenizer.
-    #[pyo3(signature = (candidates, *, threads, progress))]
+    /// Stage 3 and phase 2 on the candidates of the whole corpus (the sum of every shard's,
+    /// a candidate table's bytes; errors name `name`): the trained tokenizer.  (Bytes rather
+    /// than a `Candidates`: the table parsed here moves into phase 2, where a `Candidates`
+    /// would have to be copied, a second table on the driver.)
+    #[pyo3(signature = (data, name, *, threads, progress))]
     fn finish(
         &self,
         py: Python<'_>,
-        candidates: PyRef<'_, PyCandidates>,
+        data: Vec<u8>,
+        name: String,
         threads: Option<usize>,
         progress: Option<Py<PyAny>>,
     ) -> PyResult<PyTokenizer> {
@@ -177,10 +181,11 @@ impl PyPhaseOne {
             .ok_or_else(|| {
                 Error::Value("this phase 1 was already finished (finish is called once)".into())
             })?;
-        let table = (*candidates.table).clone();
         let pool = pool(threads)?;
         let on = pool.clone();
         let (tokenizer, stats) = watched_on(Some(&on), py, progress, move |control| {
+            let table = CandidateTable::parse(&data, &name)?;
+            drop(data);
             let mut stats = Vec::new();
             let model = pool.install(|| phase_two(one, table, &**control, &mut stats))?;
             Ok((Tokenizer::trained(model), stats))

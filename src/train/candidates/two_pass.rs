@@ -442,7 +442,11 @@ pub fn phase_two(
     let model = match phase2 {
         Phase2::Boundless => {
             let cut = match threshold {
-                Some(t) => cut(&candidates, Threshold::At(t), n_tokens, Cutting::Exact)?,
+                Some(t) => {
+                    let segments = cut(&candidates, Threshold::At(t), n_tokens, Cutting::Exact)?;
+                    drop(candidates); // (before phase 2's tables)
+                    segments
+                }
                 None => CutCandidates::uncut(candidates),
             };
             let vocab = std::mem::take(&mut word.vocab);
