@@ -197,9 +197,24 @@ def two_pass_growth(text: Path, tmp: Path, mb: float, vocab: int, shard_mb: int,
         print(f"| {sizes[-1]:.0f} MB | {shards} | {by('_count_part'):.0f} MB | {map_rss[-1]:.0f} MB | "
               f"{merge_rss[-1]:.0f} MB | {driver_rss[-1]:.0f} MB | {cands[-1]:,} | {cands[-1] / sizes[-1]:,.0f} | "
               f"{r['final_table_bytes'] / 1e6:.1f} MB | {same} |")
-    for name, ys in (("distinct candidates", cands), ("largest merge task MB", merge_rss), ("driver MB", driver_rss)):
-        a, b = fit(sizes, ys)
-        print(f"fit {name}: {a:.4g} × MB^{b:.3f}; at 100 GB: {a * 102_400 ** b:.4g}; at 1 TB: {a * 1_048_576 ** b:.4g}")
+    a, b = fit(sizes, cands)
+    print(f"fit distinct candidates: {a:.4g} × MB^{b:.3f}; at 100 GB: {a * 102_400 ** b:.4g}; "
+          f"at 1 TB: {a * 1_048_576 ** b:.4g}")
+    # memory is a fixed part (the interpreter, the word model) plus a part that grows with the
+    # candidates: a straight line, fitted on the sizes where the task exists
+    for name, ys in (("largest merge task", merge_rss), ("driver", driver_rss)):
+        xs = [x for x, y in zip(sizes, ys) if y > 0]
+        ys = [y for y in ys if y > 0]
+        per, fixed = line(xs, ys)
+        print(f"fit {name}: {fixed:.0f} MB + {per:.2f} MB per MB of text; at 100 GB: {(fixed + per * 102_400) / 1024:,.0f} GB; "
+              f"at 1 TB: {(fixed + per * 1_048_576) / 1024:,.0f} GB")
+
+
+def line(xs: list[float], ys: list[float]) -> tuple[float, float]:
+    """(slope, intercept) of y = slope * x + intercept by least squares."""
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+    return slope, my - slope * mx
 
 
 def main() -> None:
