@@ -3,11 +3,15 @@
 
     python benchmarks/count_bench.py                     # everything, 100 MB Gutenberg
     python benchmarks/count_bench.py --skip-ray --skip-growth --skip-prune
+    python benchmarks/count_bench.py --only-two-pass      # memory of training in two passes
 
 The .gz corpus is decompressed once to a temporary folder.  Every timed configuration runs in
 a fresh subprocess (its peak RSS is its own), with all cores.  Prints the issue's target
 table, the growth of distinct pretokens and letter runs with corpus size (10, 25, 50, 100 MB)
-and its power-law fit, and what ``min_count`` pruning changes.
+and its power-law fit, what ``min_count`` pruning changes, and the memory of BoundlessBPE
+trained in two passes (the Ray path, ``superword._ray.train_two_pass``) at the same sizes: each
+task of both passes runs in a fresh process of its own, one after another, so that its peak RSS
+is its own, and the driver's is measured apart.
 """
 from __future__ import annotations
 
@@ -57,6 +61,10 @@ elif kind.startswith("from-counts:"):
     tok = superword.train(counts=c, vocab_size=vocab, algorithm=algorithm)
     result["train"] = time.perf_counter() - t
     result["stats"] = tok.training_stats
+elif kind == "train-boundless":
+    import hashlib
+    tok = superword.train(path, vocab, "boundless")
+    result["model_sha"] = hashlib.sha256(tok.model_text().encode()).hexdigest()
 elif kind == "ray":
     import ray
     t = time.perf_counter()
@@ -105,6 +113,110 @@ def fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
     return math.exp(my - b * mx), b
 
 
+def _measured(name: str, args: tuple, threads: int) -> tuple[bytes, float]:
+    """A task of ``superword._ray`` (``name``) run in this fresh process: its result and the
+    process's peak RSS in MB."""
+    import resource
+
+    from superword import _ray
+    result = getattr(_ray, name)(*args, **({"threads": threads} if name.endswith("_part") else {}))
+    return result, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def two_pass_driver(path: Path, vocab: int, shard_mb: int) -> None:
+    """Train BoundlessBPE in two passes over ``path`` with shards of ``shard_mb`` MB, each task in
+    a fresh process; print one JSON line: the driver's and the tasks' peak RSS, the candidates."""
+    import multiprocessing
+    import resource
+    import time
+    from concurrent.futures import ProcessPoolExecutor
+
+    from superword import _ray, _train
+
+    spawn = multiprocessing.get_context("spawn")
+    tasks: list[dict] = []
+
+    class InFreshProcesses(_ray._Local):
+        def task(self, function, threads):
+            def run_one(*args):
+                with ProcessPoolExecutor(1, mp_context=spawn, max_tasks_per_child=1) as pool:
+                    result, rss = pool.submit(_measured, function.__name__, args, 1).result()
+                tasks.append({"task": function.__name__, "rss_mb": rss, "bytes": len(result)})
+                return result
+            return run_one
+
+    _ray.MIN_RANGE_BYTES, _ray.RANGES_PER_CPU = shard_mb << 20, 1 << 20
+    original = _ray._Local
+    _ray._Local = InFreshProcesses  # (train_two_pass(local=True) makes its runner from this name)
+    start = time.perf_counter()
+    options = dict(vocab_size=vocab, algorithm="boundless", supermerges=None, greedy_split=False, tau=1.1,
+                   blowup=False, threads=1, progress=None)
+    seen = {}
+
+    def keep(stage: str, done: int, total: int) -> None:
+        if stage == "candidates":
+            seen["candidates"] = total
+    options["progress"] = keep
+    tok = _train._train_two_pass(str(path), options, True, None, None, None, "text", None, None, start, local=True)
+    _ray._Local = original
+    result = {"seconds": time.perf_counter() - start, "driver_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+              "tasks": tasks, "stats": tok.training_stats, "model_sha": __import__("hashlib").sha256(
+                  tok.model_text().encode()).hexdigest(), "candidates": seen.get("candidates"),
+              "final_table_bytes": tasks[-1]["bytes"]}
+    print(json.dumps(result))
+
+
+def two_pass_growth(text: Path, tmp: Path, mb: float, vocab: int, shard_mb: int, check: bool) -> None:
+    """The two-pass memory table at 10, 25, 50 and 100 MB, and its fits."""
+    print(f"\nBoundlessBPE {vocab:,} in two passes, shards of {shard_mb} MB, every task in a fresh process "
+          f"(peak RSS of a fresh `import superword`: about 40 MB)\n")
+    print("| text | shards | largest pass-1 task | largest pass-2 map task | largest merge task | driver | "
+          "distinct candidates | per MB | final table | same model as one pass |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    sizes, cands, merge_rss, driver_rss, map_rss = [], [], [], [], []
+    for megabytes in (10, 25, 50, 100):
+        part = text if megabytes >= mb else prefix(text, tmp / f"t{megabytes}.txt", megabytes)
+        env = dict(os.environ, PYTHONPATH=str(ROOT / "python") + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        done = subprocess.run([sys.executable, __file__, "--two-pass-driver", str(part), "--vocab", str(vocab),
+                               "--shard-mb", str(shard_mb)], capture_output=True, text=True, env=env)
+        if done.returncode != 0:
+            raise SystemExit(f"two-pass driver failed:\n{done.stderr[-3000:]}")
+        r = json.loads(done.stdout.strip().splitlines()[-1])
+        by = lambda name: max((t["rss_mb"] for t in r["tasks"] if t["task"] == name), default=0.0)
+        shards = sum(t["task"] == "_candidates_part" for t in r["tasks"])
+        merges = [t["rss_mb"] for t in r["tasks"] if t["task"] in ("_merge_parts", "_merge_candidate_parts")]
+        same = "-"
+        if check:
+            one = run("train-boundless", part, tmp / "x", vocab)
+            same = "yes" if one["model_sha"] == r["model_sha"] else "NO"
+        sizes.append(part.stat().st_size / 1e6)
+        cands.append(r["candidates"])
+        merge_rss.append(max(merges, default=0.0))
+        driver_rss.append(r["driver_rss_mb"])
+        map_rss.append(by("_candidates_part"))
+        print(f"| {sizes[-1]:.0f} MB | {shards} | {by('_count_part'):.0f} MB | {map_rss[-1]:.0f} MB | "
+              f"{merge_rss[-1]:.0f} MB | {driver_rss[-1]:.0f} MB | {cands[-1]:,} | {cands[-1] / sizes[-1]:,.0f} | "
+              f"{r['final_table_bytes'] / 1e6:.1f} MB | {same} |")
+    a, b = fit(sizes, cands)
+    print(f"fit distinct candidates: {a:.4g} × MB^{b:.3f}; at 100 GB: {a * 102_400 ** b:.4g}; "
+          f"at 1 TB: {a * 1_048_576 ** b:.4g}")
+    # memory is a fixed part (the interpreter, the word model) plus a part that grows with the
+    # candidates: a straight line, fitted on the sizes where the task exists
+    for name, ys in (("largest merge task", merge_rss), ("driver", driver_rss)):
+        xs = [x for x, y in zip(sizes, ys) if y > 0]
+        ys = [y for y in ys if y > 0]
+        per, fixed = line(xs, ys)
+        print(f"fit {name}: {fixed:.0f} MB + {per:.2f} MB per MB of text; at 100 GB: {(fixed + per * 102_400) / 1024:,.0f} GB; "
+              f"at 1 TB: {(fixed + per * 1_048_576) / 1024:,.0f} GB")
+
+
+def line(xs: list[float], ys: list[float]) -> tuple[float, float]:
+    """(slope, intercept) of y = slope * x + intercept by least squares."""
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+    return slope, my - slope * mx
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--corpus", type=Path, default=DATA / "gutenberg_en_100M.txt.gz")
@@ -113,7 +225,16 @@ def main() -> None:
     ap.add_argument("--skip-growth", action="store_true")
     ap.add_argument("--skip-prune", action="store_true")
     ap.add_argument("--skip-table", action="store_true", help="only the growth and pruning measurements")
+    ap.add_argument("--skip-two-pass", action="store_true")
+    ap.add_argument("--only-two-pass", action="store_true", help="only the two-pass memory measurements")
+    ap.add_argument("--shard-mb", type=int, default=10, help="shard size of the two-pass measurements")
+    ap.add_argument("--no-check", action="store_true", help="two-pass: skip training in one pass to compare")
+    ap.add_argument("--two-pass-driver", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.two_pass_driver is not None:
+        return two_pass_driver(args.two_pass_driver, args.vocab, args.shard_mb)
+    if args.only_two_pass:
+        args.skip_table = args.skip_growth = args.skip_prune = args.skip_ray = True
     if not args.corpus.exists():
         raise SystemExit(f"{args.corpus} is not present")
     print(f"load average before: {os.getloadavg()[0]:.2f} ({os.cpu_count()} cores)")
@@ -205,6 +326,8 @@ def main() -> None:
                     bpt = stats.evaluate([tok], sample)[0]["bytes_per_token"]
                     print(f"| {algorithm} | {m} | {len(pruned.to_bytes()) / 1e6:.1f} MB | {pruned.num_words:,} | "
                           f"{pruned.num_runs:,} | {100 * shared:.2f} % | {bpt:.4f} |")
+        if not args.skip_two_pass:
+            two_pass_growth(text, tmp, mb, args.vocab, args.shard_mb, not args.no_check)
         print(f"\nload average after: {os.getloadavg()[0]:.2f}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -127,3 +127,45 @@ def test_a_tokenizer_travels_to_ray_tasks_and_gives_the_same_ids(ray_cluster):
     shared = ray_cluster.put(tok)  # the tokenizer pickled once, into the object store
     parts = ray_cluster.get([encode.remote(shared, texts[i:i + 1000]) for i in range(0, 3000, 1000)])
     assert sum(parts, []) == tok.encode_batch(texts, allowed_special="all")
+
+
+def test_boundless_and_superbpe_on_ray_train_in_two_passes_and_give_the_golden_models(ray_cluster, monkeypatch):
+    from test_golden import FOLDERS
+    monkeypatch.setattr(_ray, "MIN_RANGE_BYTES", 4_000)
+    monkeypatch.setattr(_ray, "RANGES_PER_CPU", 4)
+    seen: list[tuple[str, int, int]] = []
+    for folder, corpus, vocab, aware, m, tau, blowup, greedy in FOLDERS:
+        path = need(GOLDEN / corpus)
+        kw = dict(script_aware=aware, tau=tau, blowup=blowup, greedy_split=greedy, executor="ray")
+        boundless = superword.train(path, vocab, "boundless", progress=lambda *r: seen.append(r), **kw)
+        assert boundless.model_text().encode() == need(GOLDEN / folder / "boundless.model").read_bytes(), folder
+        assert boundless.provenance["settings"]["passes"] == 2
+        sup = superword.train(path, vocab + m, "superbpe", supermerges=m, **kw)
+        assert sup.model_text().encode() == need(GOLDEN / folder / "super.model").read_bytes(), folder
+    # both passes were spread: count tasks, then candidate tasks
+    stages = [stage for stage, _, _ in seen]
+    assert stages.index("ray_tasks") < stages.index("ray_candidate_tasks")
+    assert max(total for stage, _, total in seen if stage == "ray_candidate_tasks") > 8
+
+
+def test_a_worker_killed_in_the_second_pass_is_retried_and_the_model_stays_exact(ray_cluster, monkeypatch,
+                                                                                   tmp_path):
+    monkeypatch.setattr(_ray, "MIN_RANGE_BYTES", 20_000)
+    path = need(GOLDEN / "multi_1230.jsonl")
+    marker = tmp_path / "killed"
+    local = superword.count(path)
+    impl, _ = _ray.train_two_pass(path, pattern=local.pattern, script_pattern=local.script_pattern,
+                                  scripts=local.scripts, text_field="text", vocab_size=1500, algorithm="boundless",
+                                  supermerges=None, greedy_split=False, tau=1.1, blowup=False, threads=1,
+                                  progress=None, address=None, kill_marker=str(marker))
+    assert marker.exists()  # a candidate task's worker did die
+    assert (superword.Tokenizer(impl, "rust").model_text().encode()
+            == need(GOLDEN / "multi_1230_v1500" / "boundless.model").read_bytes())
+
+
+def test_min_count_on_ray_prunes_bpe_counts_but_is_refused_for_the_two_pass_path(ray_cluster, corpus):
+    with pytest.raises(ValueError, match="min_count does not apply to SuperBPE on Ray"):
+        superword.train(corpus, 900, "superbpe", supermerges=100, executor="ray", min_count=2)
+    tok = superword.train(corpus, 700, "bpe", executor="ray", min_count=2)
+    assert tok.model_text() == superword.train(corpus, 700, "bpe", min_count=2).model_text()
+    assert tok.provenance["settings"]["min_count"] == 2

@@ -203,6 +203,52 @@ def train_counts(counts: Counts, *, vocab_size: int, algorithm: str, supermerges
                  progress: Callable[[str, int, int], object] | None) -> Tokenizer:
     """Train on counts (stages 2 to 4) with the counts' pre-tokenization settings."""
 
+# -- training in two passes (src/py/candidates.rs) -------------------------------------------
+
+__all__ += ["Candidates", "PhaseOne", "candidates_files", "candidates_iter", "merge_candidates",
+            "train_phase_one"]
+
+@final
+class Candidates:
+    """Supermerge candidates added up over some documents, for one word model (immutable)."""
+    @staticmethod
+    def from_bytes(data: bytes, name: str) -> Candidates: ...
+    def to_bytes(self) -> bytes: ...
+    @property
+    def num_candidates(self) -> int: ...
+    @property
+    def num_tokens(self) -> int: ...
+    @property
+    def documents(self) -> int: ...
+    @property
+    def pretokens(self) -> int: ...
+    @property
+    def fingerprint(self) -> int: ...
+
+def merge_candidates(tables: list[Candidates], names: list[str]) -> Candidates:
+    """The sum of candidate tables made with one word model."""
+
+def candidates_files(paths: list[str], text_field: str, word_model: str, *, threads: int | None,
+                     progress: Callable[[str, int, int], object] | None) -> Candidates:
+    """The supermerge candidates of files read by the core, cut with the word model."""
+
+def candidates_iter(documents: Iterable[str], word_model: str, *, threads: int | None,
+                    progress: Callable[[str, int, int], object] | None) -> Candidates:
+    """The supermerge candidates of an iterable of documents, cut with the word model."""
+
+@final
+class PhaseOne:
+    """Phase 1 done, waiting for the corpus' candidates (finished once)."""
+    @property
+    def word_model(self) -> str: ...
+    def finish(self, data: bytes, name: str, *, threads: int | None,
+               progress: Callable[[str, int, int], object] | None) -> Tokenizer: ...
+
+def train_phase_one(counts: Counts, *, vocab_size: int, algorithm: str, supermerges: int | None,
+                    greedy_split: bool, tau: float, blowup: bool, threads: int | None,
+                    progress: Callable[[str, int, int], object] | None) -> PhaseOne:
+    """Phase 1 of BoundlessBPE or SuperBPE on counted pretokens."""
+
 # the fork handlers the module registers with os.register_at_fork when it loads
 __all__ += ["_after_fork_in_child", "_after_fork_in_parent", "_before_fork"]
 

@@ -21,7 +21,8 @@ from typing import TextIO
 
 STAGES = {"count": ("pre-tokenize + count", "documents"), "merges": ("phase 1", "merges"),
           "candidates": ("supermerge candidates", "candidates"), "phase2": ("phase 2", "tokens"),
-          "ray_tasks": ("Ray count and merge tasks", "tasks")}
+          "ray_tasks": ("Ray count and merge tasks", "tasks"),
+          "ray_candidate_tasks": ("Ray candidate tasks (pass 2)", "tasks")}
 #: the seconds of ``Tokenizer.training_stats``, as the columns of the paper's Table 1
 STAGE_COLUMNS = [("pretokenize_count", "pretokenize+count s"), ("phase1", "phase 1 s"),
                  ("candidates", "candidates s"), ("phase2", "phase 2 s")]

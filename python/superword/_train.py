@@ -13,7 +13,7 @@ import warnings
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-from . import _count_table, _counts, _extend, _inputs, _provenance
+from . import _count_table, _counts, _extend, _inputs, _provenance, _ray
 from ._backend import Progress, TrainOptions, _check_int, _resolve_backend, core_of, pretokenization, resolve_threads
 from ._tokenizer import Tokenizer
 from .reference import pretokenize as _pretok
@@ -250,6 +250,9 @@ def _train_via_counts(inputs: Any, counts: Any, options: dict[str, Any], script_
         counts, name = _count_table.counts_argument(inputs, counts, executor, ray_address, backend)
         _check_counts_settings(counts, name, script_aware, scripts, pattern, script_pattern)
         inputs_record = [{"name": name, "documents": counts.documents, "bytes": None}]
+    elif executor == "ray" and options["algorithm"] != "bpe" and backend == "rust":
+        return _train_two_pass(inputs, options, script_aware, scripts, pattern, script_pattern, text_field,
+                               min_count, ray_address, start)
     else:
         if inputs is None:
             raise TypeError("train needs inputs (or counts=)")
@@ -270,6 +273,45 @@ def _train_via_counts(inputs: Any, counts: Any, options: dict[str, Any], script_
     tok.provenance = _provenance.make(options["algorithm"], settings, inputs_record, tok.training_stats,
                                       time.perf_counter() - start)
     return tok
+
+
+def _train_two_pass(inputs: Any, options: dict[str, Any], script_aware: bool, scripts: Iterable[str] | None,
+                    pattern: str | None, script_pattern: str | None, text_field: str, min_count: int | None,
+                    ray_address: str | None, start: float, local: bool = False) -> Tokenizer:
+    """BoundlessBPE or SuperBPE on Ray in two passes (:func:`superword._ray.train_two_pass`):
+    no process holds the letter runs of the whole corpus, and the model is the one trained
+    here.  ``min_count`` is refused: pruning the runs needs their counts over the whole
+    corpus, which this path never gathers, and pruning them shard by shard would make the model
+    depend on how the corpus was cut."""
+    if min_count is not None:
+        raise ValueError(f"min_count does not apply to {_ALGORITHM_NAMES[options['algorithm']]} on Ray: its "
+                         f"two passes never gather the letter runs of the whole corpus (so there is nothing "
+                         f"to prune, and the memory min_count would save is not needed), and pruning "
+                         f"them shard by shard would make the model depend on the sharding; leave min_count "
+                         f"out, or count first (superword.count(..., executor='ray', min_count=...)) and "
+                         f"train on those counts")
+    if inputs is None:
+        raise TypeError("train needs inputs (or counts=)")
+    main, script, names = pretokenization(script_aware, scripts, pattern, script_pattern)
+    impl, counts = _ray.train_two_pass(
+        inputs, pattern=main, script_pattern=script, scripts=names, text_field=text_field,
+        vocab_size=options["vocab_size"], algorithm=options["algorithm"], supermerges=options["supermerges"],
+        greedy_split=options["greedy_split"], tau=options["tau"], blowup=options["blowup"],
+        threads=options["threads"], progress=options["progress"], address=ray_address, local=local)
+    tok = Tokenizer(impl, "rust")
+    _warn_if_short(tok, options["vocab_size"], options["algorithm"], options["supermerges"])
+    settings = dict(vocab_size=options["vocab_size"], supermerges=options["supermerges"],
+                    script_aware=counts.script_aware, scripts=counts.scripts,
+                    greedy_split=options["greedy_split"], tau=options["tau"], blowup=options["blowup"],
+                    text_field=text_field, pattern=counts.pattern, script_pattern=counts.script_pattern,
+                    backend="rust", min_count=None, executor="local" if local else "ray", passes=2)
+    inputs_record = [{"name": "<counted>", "documents": counts.documents, "bytes": None}]
+    tok.provenance = _provenance.make(options["algorithm"], settings, inputs_record, tok.training_stats,
+                                      time.perf_counter() - start)
+    return tok
+
+
+_ALGORITHM_NAMES = {"boundless": "BoundlessBPE", "superbpe": "SuperBPE"}
 
 
 def _check_counts_settings(counts: _count_table.Counts, name: str, script_aware: bool,

@@ -2,6 +2,7 @@
 //! the core with the GIL released, and converts the result back; the core's errors (and
 //! panics) become Python exceptions here, once.
 
+mod candidates;
 mod counts;
 mod extend;
 mod tokenizer;
@@ -409,6 +410,10 @@ fn version() -> &'static str {
 
 #[pymodule]
 mod _core {
+    #[pymodule_export]
+    use super::candidates::{
+        candidates_files, candidates_iter, merge_candidates, train_phase_one, PyCandidates, PyPhaseOne,
+    };
     #[pymodule_export]
     use super::counts::{count_files, count_iter, merge_counts, train_counts, PyCounts};
     #[pymodule_export]

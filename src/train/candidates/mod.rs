@@ -28,6 +28,7 @@ use crate::seqs::{SeqCounter, SeqList, FLAG};
 use crate::tokens::TokenId;
 
 mod cut;
+pub mod two_pass;
 
 pub use cut::{cut, cut_runs, Cutting, Threshold};
 use cut::{cut_source, pair_key};
