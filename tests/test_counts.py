@@ -287,3 +287,14 @@ def test_the_command_line_counts_merges_and_trains_from_counts(tmp_path):
     assert (tmp_path / "m.model").read_bytes() == (tmp_path / "n.model").read_bytes()
     (tmp_path / "c.swc").write_bytes((tmp_path / "c.swc").read_bytes()[:-1])
     assert main(["train", "--from-counts", str(tmp_path / "c.swc"), "-o", str(tmp_path / "m.model")]) == 2
+
+
+@pytest.mark.parametrize("backend", ["rust", "reference"])
+def test_rows_of_dicts_count_as_their_text_field_in_both_backends(backend):
+    """Rows as a `datasets` dataset yields them (dicts): the text of `text_field` is counted."""
+    texts = ["hello world", "the cat sat", "hello the cat"]
+    rows = [{"body": t, "id": i} for i, t in enumerate(texts)]
+    counted = superword.count(rows, text_field="body", backend=backend)
+    assert counted.to_bytes() == superword.count(texts, backend=backend).to_bytes()
+    with pytest.raises(ValueError, match="row 0 of inputs has no 'text' field"):
+        superword.count(rows, backend=backend)

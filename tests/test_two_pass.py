@@ -4,6 +4,7 @@ model, pass 2 turns each shard into supermerge candidates that are summed.  The 
 golden one, byte for byte, however the corpus is cut."""
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -144,3 +145,22 @@ def test_min_count_is_refused_on_the_two_pass_path():
                    blowup=False, threads=1, progress=None)
     with pytest.raises(ValueError, match="min_count does not apply to BoundlessBPE on Ray"):
         _train._train_two_pass(path, options, True, None, None, None, "text", 2, None, 0.0, local=True)
+
+
+@pytest.mark.parametrize("algorithm", ["boundless", "superbpe"])
+def test_a_streaming_dataset_trains_in_two_passes_shard_by_shard(tmp_path, algorithm):
+    """A ``datasets.IterableDataset`` is read twice, a task per shard in each pass: the model of
+    training on the same documents in one process."""
+    datasets = pytest.importorskip("datasets")
+    lines = [json.loads(row)["text"] for row in need(GOLDEN / "taylorswift_400.jsonl").open(encoding="utf-8")]
+    files = []
+    for i in range(3):
+        path = tmp_path / f"part{i}.jsonl"
+        path.write_text("".join(json.dumps({"text": t}) + "\n" for t in lines[i::3]), encoding="utf-8")
+        files.append(str(path))
+    stream = datasets.load_dataset("json", data_files=files, split="train", streaming=True)
+    assert stream.num_shards == 3
+    extra = {"supermerges": 60} if algorithm == "superbpe" else {}
+    tok = two_pass(stream, 600, algorithm, **extra)
+    assert tok.provenance["settings"]["passes"] == 2
+    assert tok.model_text() == superword.train(files, 600, algorithm, **extra).model_text()

@@ -157,9 +157,10 @@ def count_local(paths: list[str] | None, documents: Iterable[Any] | None, *, pat
     if paths is not None:
         return Counts(core.count_files(paths, text_field, options), backend)
     assert documents is not None
-    if backend == "reference":
-        # the reference takes dict rows (the text in `text_field`) here; the Rust core reads
-        # only str, and says so
+    if backend == "reference" or not (isinstance(documents, (list, tuple))
+                                      and all(type(d) is str for d in documents)):
+        # rows that are dicts (a `datasets` dataset: the text in `text_field`) become their
+        # text here; a list of str goes to the Rust core as it is, which reads it fastest
         documents = _inputs.documents_of(None, documents, text_field)
     return Counts(core.count_iter(documents, options), backend)
 

@@ -289,13 +289,26 @@ def _count_part(path: str, start: int, end: int | None, options: dict[str, Any],
     return counts.to_bytes()
 
 
-def _count_shard(dataset: Any, index: int, options: dict[str, Any]) -> bytes:
+def _count_shard(dataset: Any, index: int, options: dict[str, Any], threads: int = 1) -> bytes:
     """A map task: the count file of shard ``index`` of a streaming ``datasets`` dataset."""
     settings = dict(options)
     text_field = settings.pop("text_field")
+    documents = _shard_documents(dataset, index, text_field)
+    return _count_table.count_local(None, documents, text_field=text_field, threads=threads,
+                                    **settings).to_bytes()
+
+
+def _shard_documents(dataset: Any, index: int, text_field: str) -> Any:
+    """The documents of shard ``index`` of a streaming ``datasets`` dataset."""
     shard = dataset.shard(num_shards=dataset.num_shards, index=index)
-    documents = _inputs.documents_of(None, shard, text_field)
-    return _count_table.count_local(None, documents, text_field=text_field, threads=1, **settings).to_bytes()
+    return _inputs.documents_of(None, shard, text_field)
+
+
+def _candidates_shard(dataset: Any, index: int, word_model: str, text_field: str, threads: int = 1) -> bytes:
+    """A map task of pass 2 over a streaming dataset: the candidates of shard ``index``."""
+    documents = _shard_documents(dataset, index, text_field)
+    table = _core_module().candidates_iter(documents, word_model, threads=threads, progress=None)
+    return bytes(table.to_bytes())
 
 
 def is_sharded_dataset(inputs: object) -> bool:
@@ -471,18 +484,29 @@ def train_two_pass(inputs: Any, *, pattern: str, script_pattern: str | None, scr
        sum.  No task and not the driver ever holds the runs of more than one shard.
     """
     _core = _core_module()
-    paths = _paths(inputs)
-    runner: _Local | _OnRay = _Local(threads) if local else _OnRay(connect(address), address)
+    sharded = is_sharded_dataset(inputs)
+    paths = [] if sharded else _paths(inputs)
+    ray = None if local else connect(address)
+    runner: _Local | _OnRay = _Local(threads) if ray is None else _OnRay(ray, address)
     options = dict(pattern=pattern, script_pattern=script_pattern, scripts=scripts, text_field=text_field,
                    runs=False, backend="rust")
-    data = _count(runner, paths, options, "rust", None, progress)
+    dataset = (inputs if ray is None else ray.put(inputs)) if sharded else None
+    if sharded:
+        shards: list[tuple[Any, ...]] = [(dataset, i, options) for i in range(inputs.num_shards)]
+        data = _map_reduce(runner, _count_shard, shards, _merge_parts, ("rust",), "ray_tasks", progress)
+    else:
+        data = _count(runner, paths, options, "rust", None, progress)
     counts = _count_table.Counts(_count_table._impl_from_bytes(data, "the counts of pass 1", "rust"), "rust")
     one = _core.train_phase_one(counts._impl, vocab_size=vocab_size, algorithm=algorithm,
                                 supermerges=supermerges, greedy_split=greedy_split, tau=tau, blowup=blowup,
                                 threads=threads, progress=progress)
-    # the shards of pass 2 are planned again: the same files, maybe another cluster size
-    args = [(path, start, end, one.word_model, text_field, kill_marker if i == 0 else None)
-            for i, (path, start, end) in enumerate(plan(paths, RANGES_PER_CPU * runner.cpus()))]
-    table = _map_reduce(runner, _candidates_part, args, _merge_candidate_parts, (), "ray_candidate_tasks",
-                        progress)
+    if sharded:  # the dataset's shards again
+        shards = [(dataset, i, one.word_model, text_field) for i in range(inputs.num_shards)]
+        table = _map_reduce(runner, _candidates_shard, shards, _merge_candidate_parts, (),
+                            "ray_candidate_tasks", progress)
+    else:  # the shards of pass 2 are planned again: the same files, maybe another cluster size
+        args = [(path, start, end, one.word_model, text_field, kill_marker if i == 0 else None)
+                for i, (path, start, end) in enumerate(plan(paths, RANGES_PER_CPU * runner.cpus()))]
+        table = _map_reduce(runner, _candidates_part, args, _merge_candidate_parts, (), "ray_candidate_tasks",
+                            progress)
     return one.finish(table, "the candidates of pass 2", threads=threads, progress=progress), counts
