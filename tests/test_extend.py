@@ -245,8 +245,8 @@ def test_save_load_and_pickle_keep_the_model(backend, bpe_base, tmp_path):
     assert pickle.dumps(tok) == pickle.dumps(copy)
     text = taylor()[3]
     assert copy.encode(text) == tok.encode(text) and tok.decode(tok.encode(text)) == text
-    with pytest.raises(ValueError, match="no .tiktoken form"):
-        tok.save_tiktoken(tmp_path / "x.tiktoken")
+    pattern = tok.save_tiktoken(tmp_path / "x.tiktoken")  # (measured in test_extend_export.py)
+    assert pattern.endswith(tok.pattern) and len(pattern) > len(tok.pattern)
     base = _extend.base_of(tok)
     assert base.kind == "tiktoken" and base.encode(text) == expand(tok, tok.encode(text))
 
@@ -293,9 +293,7 @@ def test_a_base_that_is_not_byte_level_bpe_is_refused(tmp_path):
     boundless = superword.train(taylor(), 600, "boundless")
     with pytest.raises(ValueError, match="has supermerges already"):
         superword.train(["ab ab"], algorithm="superbpe", base=boundless, supermerges=1)
-    word = superword.train(taylor(), 600, "bpe")
-    with pytest.raises(ValueError, match="merge order, not by rank"):
-        superword.train(["ab ab"], algorithm="superbpe", base=word, supermerges=1)
+    # (our word models are bases of their own kind: tests/test_extend_word.py)
 
 
 def test_a_pattern_that_does_not_match_the_base_is_refused(tmp_path):

@@ -99,13 +99,16 @@ class Tokenizer:
 
 @final
 class ExtensionTokenizer:
-    """Superwords on top of a base ranks model (SPEC 10; `src/extend.rs`)."""
+    """Superwords on top of a base ranks model (SPEC 10; `src/extend/`)."""
     @staticmethod
     def loads(text: str, name: str = ...) -> ExtensionTokenizer: ...
     @staticmethod
     def train(counts: Counts, ranks: str, pattern: str, special_tokens: list[tuple[str, int]], n: int,
               threads: int | None = None,
               progress: Callable[[str, int, int], object] | None = None) -> ExtensionTokenizer: ...
+    @staticmethod
+    def extend_word_model(counts: Counts, word_model: str, n: int, threads: int | None = None,
+                          progress: Callable[[str, int, int], object] | None = None) -> tuple[str, float]: ...
     @property
     def kind(self) -> str: ...
     @property

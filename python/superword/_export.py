@@ -60,6 +60,7 @@ import regex
 
 from . import _hf_folder
 from ._specials import _check_special_overlaps, _lone_surrogate
+from .reference import extend as _ref_extend
 from .reference import model as _model
 from .reference.encode import Encoder, pretokenizer_for
 from .reference.merging import Merge
@@ -86,7 +87,10 @@ _WORD_ALTERNATIVES = 2  # GPT4O begins with two word alternatives (SPEC 1.1)
 def model_of(tok: Any) -> _model.Model:
     """The plain data of a superword model (parsed from its model text).  Models with PickyBPE
     deletions are refused: their encoding resolves deleted tokens (SPEC 9), which plain BPE
-    files cannot express."""
+    files cannot express; extension models have their own exports (below) and no minbpe form."""
+    if getattr(tok, "kind", None) == "extension":
+        raise ValueError("an extension model (superwords over a base) has no minbpe form: minbpe has no "
+                         "supermerges (export it --to hf or --to tiktoken)")
     try:
         text = tok.model_text()
     except (ValueError, NotImplementedError) as exc:
@@ -500,22 +504,12 @@ def save_hf(tok: Any, directory: str | os.PathLike[str], overwrite: bool = False
             raise TypeError(f"model_max_length must be an int, got {type(model_max_length).__name__}")
         if model_max_length < 1:
             raise ValueError(f"model_max_length must be at least 1, got {model_max_length}")
-    model = model_of(tok)
-    directory = _check_folder(directory, overwrite, "its tokenizer files")
-    named = _roles(model, roles or {})
-    config = _config(model, named, model_max_length)
-    exact = {}
-    if model.kind != "word":
-        config.update(_hf_folder.config_entries())
-        # (the loop below ends every file with one newline)
-        exact = {_hf_folder.MODEL_FILE: tok.model_text().removesuffix("\n"),
-                 _hf_folder.CODE_FILE: _hf_folder.code_text().removesuffix("\n")}
-    texts = {
-        "tokenizer.json": json.dumps(hf_json(model), ensure_ascii=False, indent=1),
-        "tokenizer_config.json": json.dumps(config, ensure_ascii=False, indent=1),
-        "special_tokens_map.json": json.dumps(named, ensure_ascii=False, indent=1),
-        **exact,
-    }
+    if tok.kind == "extension":  # superwords over a base (SPEC 10): the base's merges, then theirs
+        texts = extension_hf_texts(tok, roles or {}, model_max_length)
+        directory = _check_folder(directory, overwrite, "its tokenizer files")
+    else:
+        texts = _model_hf_texts(tok, directory, overwrite, roles or {}, model_max_length)
+        directory = os.fspath(directory)
     try:
         os.makedirs(directory, exist_ok=True)
         staging = tempfile.mkdtemp(prefix=".superword-", dir=directory)
@@ -532,6 +526,27 @@ def save_hf(tok: Any, directory: str | os.PathLike[str], overwrite: bool = False
                                  f"({exc.strerror or exc})") from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _model_hf_texts(tok: Any, directory: str | os.PathLike[str], overwrite: bool,
+                    roles: dict[str, str | None], model_max_length: int | None) -> dict[str, str]:
+    """The files :func:`save_hf` writes for one of our models (``directory`` checked first)."""
+    model = model_of(tok)
+    _check_folder(directory, overwrite, "its tokenizer files")
+    named = _roles(model, roles)
+    config = _config(model, named, model_max_length)
+    exact = {}
+    if model.kind != "word":
+        config.update(_hf_folder.config_entries())
+        # (save_hf ends every file with one newline)
+        exact = {_hf_folder.MODEL_FILE: tok.model_text().removesuffix("\n"),
+                 _hf_folder.CODE_FILE: _hf_folder.code_text().removesuffix("\n")}
+    return {
+        "tokenizer.json": json.dumps(hf_json(model), ensure_ascii=False, indent=1),
+        "tokenizer_config.json": json.dumps(config, ensure_ascii=False, indent=1),
+        "special_tokens_map.json": json.dumps(named, ensure_ascii=False, indent=1),
+        **exact,
+    }
 
 
 def sample_texts(sample: Any) -> list[str]:
@@ -919,14 +934,17 @@ def hf_agreement(tok: Any, directory: str, texts: list[str]) -> dict[str, float]
 
 
 def tiktoken_agreement(tok: Any, path: str, pattern: str, texts: list[str]) -> dict[str, float]:
-    """:func:`agreement` of ``tiktoken`` with the ranks at ``path`` and ``pattern``."""
+    """:func:`agreement` of ``tiktoken`` with the ranks at ``path`` and ``pattern``.  The file
+    is read here, not with ``tiktoken.load.load_tiktoken_bpe``: that keeps a copy of every file
+    it reads in a cache named after the path, and returns the copy when the same path is read
+    again, so a second export to one path would have been measured with the first's ranks."""
     try:
         import tiktoken
-        from tiktoken.load import load_tiktoken_bpe
     except ImportError:
         raise ImportError("measuring the export needs tiktoken: pip install tiktoken") from None
-    enc = tiktoken.Encoding(name="superword-export", pat_str=pattern,
-                            mergeable_ranks=load_tiktoken_bpe(path), special_tokens={})
+    with open(path, "rb") as f:
+        ranks = {base64.b64decode(token): int(rank) for token, rank in (line.split() for line in f if line.strip())}
+    enc = tiktoken.Encoding(name="superword-export", pat_str=pattern, mergeable_ranks=ranks, special_tokens={})
     return agreement(tok.encode_batch(texts, allowed_special="none"),
                      enc.encode_ordinary_batch(texts))
 
@@ -1060,3 +1078,173 @@ def save_ranks_hf(tok: Any, directory: str | os.PathLike[str], overwrite: bool =
     text = json.dumps(ranks_hf_json(tok), ensure_ascii=False, indent=1) + "\n"
     os.makedirs(directory, exist_ok=True)
     write_atomic(os.path.join(directory, "tokenizer.json"), text)
+
+
+# -- extension models (superwords over a base, SPEC 10) ---------------------------------------
+#
+# An extension encodes each pretoken of the base's pattern with the base's ranks, then applies
+# the supermerges over runs of single-token pretokens (SPEC 10.4).  Its exports are the base's
+# (the recovered merges for tokenizer.json, the ranks for tiktoken) with the superwords after
+# them, and a pattern whose first alternative takes two or more word pretokens as one piece
+# where some supermerge joins them (as for our superword models, above).  The base's pattern is
+# any pattern, so the end of a word is not read from its alternatives, as `_coarse` does for
+# GPT-4o's: each word of the table is tried with what may follow it (`_WORD_ENDS`), and a word
+# is joined only where the next character is neither a letter nor a mark (nor, for a pattern
+# that keeps a contraction with the word before it, a contraction).  That is never laxer than
+# the base's pattern on the words it keeps, so a piece always holds whole pretokens; where it is
+# stricter a join is lost, which the measured agreement counts.
+
+#: What a word pretoken is tried with: after each of these the base's pattern must end it.
+_WORD_ENDS = (" ", ".", ",", "1", "'", "\n", "-", "!", "?", ")", '"', "\t", "\u00a0")
+#: A contraction after a word: some patterns (GPT-4o's) keep it with the word.
+_CONTRACTION_PROBES = ("'s", "'t", "'re", "'ve", "'m", "'ll", "'d", "'S")
+
+
+def extension_of(tok: Any) -> Any:
+    """The plain data of an extension model (``superword.reference.extend.Extension``)."""
+    return _ref_extend.loads(tok.model_text(), "<extension model>")
+
+
+def extension_joins(ext: Any) -> dict[str, set[str]]:
+    """For the text of each word pretoken, the words that can follow it inside one
+    supermerge's result: a supermerge ``(A, B)`` joins the last pretoken of ``A`` to the first
+    of ``B`` (both single base tokens, as phase 2's candidates are)."""
+    cut = regex.compile(ext.pattern)
+    joins: dict[str, set[str]] = {}
+    for m in ext.supermerges:
+        left = cut.findall(m.left.decode("utf-8"))[-1]
+        right = cut.findall(m.right.decode("utf-8"))[0]
+        joins.setdefault(left, set()).add(right)
+    return joins
+
+
+def extension_pattern(ext: Any, dialect: str) -> str:
+    """The ``Split`` regex (``dialect`` ``"hf"``: Oniguruma) or tiktoken ``pat_str``
+    (``"tiktoken"``) of an extension model: a coarse first alternative, then the base's own
+    pattern (see the notes above)."""
+    base = oniguruma_pattern(ext.pattern) if dialect == "hf" else ext.pattern
+    cut = regex.compile(ext.pattern)
+
+    def first(text: str) -> str:
+        found = cut.match(text)
+        return found.group() if found else ""
+
+    def kind(word: str) -> str | None:
+        if first(word) != word or any(first(word + after) != word for after in _WORD_ENDS):
+            return None  # not one pretoken, or one that goes on past what the lookahead allows
+        return "joined" if any(first(word + c) != word for c in _CONTRACTION_PROBES) else "plain"
+
+    joins = extension_joins(ext)
+    kinds = {w: kind(w) for pair in joins.items() for w in (pair[0], *pair[1])}
+    ends = {"plain": r"(?![\p{L}\p{M}])", "joined": rf"(?![\p{{L}}\p{{M}}]|{_CONTRACTIONS})"}
+    left: dict[str, dict[str, str]] = {"plain": {}, "joined": {}}
+    before: dict[str, set[str]] = {}
+    for w, after in sorted(joins.items()):
+        k = kinds[w]
+        for a in after:
+            if k is not None and kinds[a] is not None:
+                left[k][w] = ""
+                before.setdefault(a, set()).add(w)
+    if not before:
+        return base
+    right: dict[str, dict[str, str]] = {"plain": {}, "joined": {}}
+    for a, ws in before.items():
+        checks = [f"(?<={_literal(w + a)})" for w in sorted(ws)]
+        right[kinds[a]][a] = checks[0] if len(checks) == 1 else "(?:" + "|".join(checks) + ")"  # type: ignore[index]
+
+    def alternatives(tries: dict[str, dict[str, str]]) -> str:
+        found = [f"{_trie(t)}{ends[k]}" for k, t in tries.items() if t]
+        return found[0] if len(found) == 1 else "(?:" + "|".join(found) + ")"
+
+    return f"{alternatives(left)}(?:{alternatives(right)})+|{base}"
+
+
+def _extension_roles(ext: Any, roles: dict[str, str | None]) -> tuple[dict[str, int], dict[str, str]]:
+    """The special tokens of the exported files and the bos/eos/pad/unk names: a name the
+    model lacks is added to the files (not to the model) with the next free id."""
+    special = dict(ext.special)
+    top = max([*ext.ranks.values(), *special.values(), *(i for i, _, _ in ext.superwords)])
+    named = {}
+    for role, token in roles.items():
+        if token is None:
+            continue
+        if not isinstance(token, str) or not token:
+            raise ValueError(f"{role} must be a non-empty str, got {token!r}")
+        if token not in special:
+            top += 1
+            special[token] = top
+        named[role] = token
+    _check_special_overlaps(list(special))
+    return special, named
+
+
+def extension_hf_json(ext: Any, special: dict[str, int]) -> dict[str, Any]:
+    """The ``tokenizer.json`` of an extension model: the base's merges (recovered from its
+    ranks, in rank order), then the supermerges in index order, so that every supermerge ranks
+    after every merge of the base.  A base may lack the 13 bytes that UTF-8 never holds (ours
+    do, SPEC 2.2): ``tokenizers`` is given a ``str``, so it never meets them."""
+    vocab = {render(t): i for t, i in ext.ranks.items()}
+    vocab.update({render(t): i for i, t, _ in ext.superwords})
+    for s, i in special.items():
+        if s in vocab:
+            raise ValueError(f"special token {s!r} (id {i}) collides with vocabulary token {vocab[s]} "
+                             f"(the same string in tokenizer.json); it cannot be exported")
+    merges = [[render(a), render(b)] for a, b in recover_merges([(i, t, False) for t, i in ext.ranks.items()])]
+    merges += [[render(m.left), render(m.right)] for m in ext.supermerges]
+    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False}
+    return {
+        "version": "1.0", "truncation": None, "padding": None,
+        "added_tokens": [{"id": i, "content": s, "single_word": False, "lstrip": False, "rstrip": False,
+                          "normalized": False, "special": True}
+                         for s, i in sorted(special.items(), key=lambda kv: kv[1])],
+        "normalizer": None,
+        "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+            {"type": "Split", "pattern": {"Regex": extension_pattern(ext, "hf")}, "behavior": "Isolated",
+             "invert": False},
+            byte_level]},
+        "post_processor": byte_level,
+        "decoder": byte_level,
+        "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
+                  "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False,
+                  "ignore_merges": False, "vocab": vocab, "merges": merges},
+    }
+
+
+def extension_hf_texts(tok: Any, roles: dict[str, str | None],
+                       model_max_length: int | None) -> dict[str, str]:
+    """The files :func:`save_hf` writes for an extension model: the stock three (whose
+    ``tokenizer.json`` is approximate, see the notes above), and the model file and code file
+    of the exact path for ``transformers`` (``superword._hf_folder``)."""
+    ext = extension_of(tok)
+    special, named = _extension_roles(ext, roles)
+    config: dict[str, Any] = {
+        "tokenizer_class": "PreTrainedTokenizerFast",
+        "clean_up_tokenization_spaces": False,
+        "added_tokens_decoder": {str(i): {"content": s, "lstrip": False, "normalized": False,
+                                          "rstrip": False, "single_word": False, "special": True}
+                                 for s, i in sorted(special.items(), key=lambda kv: kv[1])},
+    }
+    if model_max_length is not None:
+        config["model_max_length"] = model_max_length
+    config.update(named)
+    config.update(_hf_folder.config_entries())
+    return {
+        "tokenizer.json": json.dumps(extension_hf_json(ext, special), ensure_ascii=False, indent=1),
+        "tokenizer_config.json": json.dumps(config, ensure_ascii=False, indent=1),
+        "special_tokens_map.json": json.dumps(named, ensure_ascii=False, indent=1),
+        _hf_folder.MODEL_FILE: tok.model_text().removesuffix("\n"),
+        _hf_folder.CODE_FILE: _hf_folder.code_text().removesuffix("\n"),
+    }
+
+
+def save_extension_tiktoken(tok: Any, path: str) -> str:
+    """Write an extension model's ``.tiktoken`` ranks (rank = our id: the base's, then the
+    superwords) and return the pattern to give ``tiktoken.Encoding``.  tiktoken merges a
+    coarse piece by rank, so the base's merges come first there too, then the superwords by
+    id, which is training's order; it differs from our ids where a superword can be made
+    from two tokens that are not its supermerge's parts (measured by
+    :func:`tiktoken_agreement`)."""
+    ext = extension_of(tok)
+    tokens = sorted([*((i, t) for t, i in ext.ranks.items()), *((i, t) for i, t, _ in ext.superwords)])
+    write_atomic(path, "".join(f"{base64.b64encode(t).decode('ascii')} {i}\n" for i, t in tokens))
+    return extension_pattern(ext, "tiktoken")

@@ -17,12 +17,13 @@ import os
 import time
 from typing import Any
 
-from . import _count_table, _counts, _provenance
-from ._backend import Progress, _check_int
+from . import _count_table, _counts, _provenance, _reference_core
+from ._backend import Progress, _check_int, core_of
 from ._extend_core import KIND, ReferenceExtensionCore, _rust
 from ._open import _from_ranks_text, open_tokenizer, takes_pattern
 from ._tokenizer import Tokenizer
 from .reference import extend as _ref
+from .reference import model as _ref_model
 from .reference.pretokenize import MERGE_PATTERN, compile_pattern
 
 #: the share of a base's multi-byte tokens that its pattern must keep whole (see `check_pattern`)
@@ -52,7 +53,8 @@ def with_bases(models: list[Tokenizer], names: list[str]) -> tuple[list[Tokenize
 # -- the base --------------------------------------------------------------------------------------
 
 def resolve_base(base: Any, pattern: str | None, backend: str) -> Tokenizer:
-    """The base tokenizer, checked (SPEC 10.1): a byte-level rank-based BPE whose pattern fits."""
+    """The base tokenizer, checked (SPEC 10.1): a byte-level rank-based BPE whose pattern fits,
+    or one of our word models without special tokens (SPEC 10.6)."""
     tok = open_tokenizer(base, pattern=pattern if takes_pattern(base) else None, backend=backend)
     name = base if isinstance(base, str) else type(base).__name__
     if tok.kind == KIND:
@@ -61,10 +63,12 @@ def resolve_base(base: Any, pattern: str | None, backend: str) -> Tokenizer:
     if tok.kind in ("boundless", "superbpe"):
         raise ValueError(f"base {name}: a {tok.kind} model has supermerges already; a base is a plain "
                          f"byte-level BPE (tiktoken ranks, a tokenizer.json, or a .tiktoken file)")
-    if tok.kind == "word":
-        raise ValueError(f"base {name}: a superword word model encodes by merge order, not by rank, so it "
-                         f"cannot be a base exactly; train algorithm='superbpe' on its corpus, or give "
-                         f"its tiktoken export (superword export --to tiktoken) if its ids must stay")
+    if tok.kind == "word":  # one of ours: SuperBPE's phase 2 over it (SPEC 10.6)
+        if tok.special_tokens:
+            raise ValueError(f"base {name}: a word model with special tokens cannot be a base: in the model "
+                             f"file special tokens take the ids after every token, so the superwords would "
+                             f"move them; extend the model without them, then register them on the result")
+        return tok
     if tok.kind != "tiktoken":
         raise ValueError(f"base {name}: a {tok.kind!r} tokenizer cannot be a base")
     missing = [b for b in (*range(0xC0), *range(0xC2, 0xF5)) if tok.id_of(bytes([b])) is None]
@@ -131,21 +135,31 @@ def train(inputs: Any, *, base: Any, supermerges: Any, counts: Any, pattern: str
     if first + supermerges - 1 > _ref.MAX_ID:
         raise ValueError(f"supermerges={supermerges:,} would give ids up to {first + supermerges - 1:,}, "
                          f"past 2**31 - 1 = {_ref.MAX_ID:,} (the base's ids end at {first - 1:,})")
+    word = _ref_model.loads(tok.model_text(), "the base") if tok.kind == "word" else None
+    wanted = pretokenization_of(tok, word)
     if counts is not None:
         counts, name = _count_table.counts_argument(inputs, counts, executor, ray_address, backend)
-        check_counts(counts, tok, name)
+        check_counts(counts, wanted, name)
         record = [{"name": name, "documents": counts.documents, "bytes": None}]
     else:
         if inputs is None:
             raise TypeError("train needs inputs (or counts=)")
-        counts = _counts.count(inputs, script_aware=False, pattern=tok.pattern, text_field=text_field,
-                               runs=True, threads=threads, backend=backend, progress=progress,
-                               executor=executor, ray_address=ray_address)
+        counts = _counts.count(inputs, **wanted, text_field=text_field, runs=True, threads=threads,
+                               backend=backend, progress=progress, executor=executor, ray_address=ray_address)
         record = [{"name": "<counted>", "documents": counts.documents, "bytes": None}]
     if min_count is not None:
         counts = counts.prune(min_count)
     count_seconds = time.perf_counter() - start
     counts = counts.to_backend(backend)
+    if word is not None:
+        out, stats = over_word_model(counts, tok, word, supermerges, threads, backend, progress)
+        settings = dict(base=name_of(base), supermerges=supermerges, text_field=text_field, backend=backend,
+                        min_count=min_count, executor=executor, **wanted)
+        provenance = _provenance.make("superbpe", settings, record,
+                                      {"pretokenize_count": count_seconds, **stats},
+                                      time.perf_counter() - start)
+        out.provenance = json.loads(json.dumps(provenance))
+        return out
     impl_base: Any = tok._impl
     ranks_text = impl_base.dumps_tiktoken()
     special = sorted(tok.special_tokens.items(), key=lambda kv: kv[1])
@@ -180,16 +194,50 @@ def name_of(base: Any) -> str:
     return type(base).__name__
 
 
-def check_counts(counts: _count_table.Counts, tok: Tokenizer, name: str) -> None:
-    """Counts for an extension must be made with the base's pattern, in simple mode, with runs."""
-    if counts.pattern != tok.pattern or counts.script_aware:
+def pretokenization_of(tok: Tokenizer, word: Any) -> dict[str, Any]:
+    """The pre-tokenization an extension of ``tok`` counts with: a ranks base's pattern in
+    simple mode (SPEC 10.2), or a word model's own settings (SPEC 10.6)."""
+    if word is None:
+        return dict(pattern=tok.pattern, script_aware=False, scripts=None, script_pattern=None)
+    s = word.settings
+    return dict(pattern=s.main_regex, script_aware=s.script_specific_regex is not None,
+                scripts=s.script_specific_scripts, script_pattern=s.script_specific_regex)
+
+
+def check_counts(counts: _count_table.Counts, wanted: dict[str, Any], name: str) -> None:
+    """Counts for an extension must be made with the base's pre-tokenization, with runs."""
+    same = (counts.pattern == wanted["pattern"] and counts.script_aware == wanted["script_aware"]
+            and (not wanted["script_aware"] or (counts.script_pattern == wanted["script_pattern"]
+                                                 and list(counts.scripts or []) == list(wanted["scripts"] or []))))
+    if not same:
+        how = ("--pattern BASE_PATTERN --no-script-aware, or count(..., pattern=base.pattern, script_aware=False)"
+               if not wanted["script_aware"] else
+               "count(..., pattern=..., script_pattern=..., scripts=...) with the word model's settings")
         raise ValueError(f"{name} was counted with the pattern {counts.pattern!r}"
                          f"{' (script-aware)' if counts.script_aware else ''}; an extension of this base "
-                         f"needs counts made with its own pattern in simple mode: superword count "
-                         f"--pattern BASE_PATTERN --no-script-aware, or count(..., pattern=base.pattern, "
-                         f"script_aware=False)")
+                         f"needs counts made with its own "
+                         f"{'pre-tokenization, script-aware' if wanted['script_aware'] else 'pattern in simple mode'}"
+                         f": superword count {how}")
     if not counts.with_runs:
         raise ValueError(f"{name} was counted without letter runs (runs=False); the supermerges need them")
     if counts._impl.merge_pattern != MERGE_PATTERN:
         raise ValueError(f"{name} cuts letter runs with the merge pattern {counts._impl.merge_pattern!r}; "
                          f"this superword trains with {MERGE_PATTERN!r}")
+
+
+def over_word_model(counts: _count_table.Counts, tok: Tokenizer, word: Any, supermerges: int, threads: int,
+                    backend: str, progress: Progress | None) -> tuple[Tokenizer, dict[str, float]]:
+    """SPEC 10.6: a SuperBPE model whose phase 1 is our word model ``tok`` (``word``: its
+    parsed model), from counts made with its settings, and the seconds of phase 2."""
+    if backend == "reference":
+        clock = time.perf_counter()
+        impl: Any = counts._impl  # (the reference backend's: its table is `counts`)
+        model = _ref.extend_word_model(impl.counts, word, supermerges)
+        if progress is not None:
+            progress("phase2", sum(model.is_super), supermerges)
+        stats = {"phase2": time.perf_counter() - clock}
+        return Tokenizer(_reference_core.ReferenceCore(model, training_stats=stats), backend), stats
+    text, seconds = _rust().ExtensionTokenizer.extend_word_model(counts._impl, tok.model_text(), supermerges,
+                                                                 threads, progress)
+    return Tokenizer(core_of(backend).Tokenizer.loads(text, None, False, "the extended model"), backend), \
+        {"phase2": seconds}

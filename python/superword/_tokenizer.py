@@ -171,8 +171,8 @@ class Tokenizer:
         pattern (see ``superword._export``): tiktoken has no script runs and no supermerges,
         so its ids can differ on some texts; ``benchmarks/hf_agreement.py`` measures how often."""
         from . import _export  # (the export formats load on first use: they cost `import superword` 8 ms)
-        if self.kind == "extension":
-            self._impl.save_tiktoken(os.fspath(path))  # refused: tiktoken has no supermerges
+        if self.kind == "extension":  # the base's ranks, the superwords, a coarse pattern
+            return _export.save_extension_tiktoken(self, os.fspath(path))
         if self.kind == "tiktoken" or (self.kind == "word" and not self._script_aware()):
             self._impl.save_tiktoken(os.fspath(path))
             return self.pattern
@@ -197,9 +197,6 @@ class Tokenizer:
         ``sample``: documents on which to measure the export with ``tokenizers``; returns
         ``{"documents", "identical" (share with our ids), "tokens", "token_difference"}``."""
         from . import _export
-        if self.kind == "extension":
-            raise ValueError("an extension model (superwords over a base) has no tokenizer.json export yet; "
-                             "in transformers use superword.hf.SuperwordTokenizer on its model file (exact ids)")
         if self.kind == "tiktoken":  # an imported ranks model: its ids, merges and special tokens
             named = {"bos_token": bos_token, "eos_token": eos_token, "pad_token": pad_token, "unk_token": unk_token}
             if any(v is not None for v in named.values()) or model_max_length is not None:

@@ -1,13 +1,20 @@
 //! Encoding with an extension model (SPEC 10.4): the base's ids for every pretoken, then the
 //! supermerges over runs of single-token pretokens (SPEC 7.4).
+//!
+//! The loop is the superword encoder's (`Encoder::encode_pieces`), with the base's ranks in
+//! place of the word model: pretokens are looked up a block at a time with their slots
+//! prefetched, in this thread's table of `encode/cache.rs`, which holds the base's tokens and
+//! what the pretokens that are not tokens became, so a pretoken costs one lookup, whether it
+//! is a token, one seen before, or new (then merged by rank and remembered).
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::Extension;
+use crate::encode::cache::{default_capacity, PieceCache, Table, CACHED};
 use crate::encode::decode::TokenBytes;
 use crate::encode::{merge_heap, merge_scan, Allowed, Encode, Part, Specials};
 use crate::error::{Error, Result};
-use crate::key::ByteMap;
+use crate::key::{Block, ByteMap, Prefetched};
 use crate::pretokenize::Matcher;
 use crate::ranks::byte_pair_parts;
 use crate::tokens::TokenId;
@@ -24,10 +31,13 @@ pub struct ExtensionEncoder {
     specials: Specials,
     /// (left, right) -> (index of the first supermerge of the pair, the id it makes)
     super_rank: FxHashMap<(TokenId, TokenId), (u32, TokenId)>,
-    /// the tokens that are a part of some supermerge
-    /// by id: whether the token is a part of some supermerge (a flag per id: a hash set's
-    /// lookup was paid for every pretoken)
-    parts: Vec<bool>,
+    /// by id: [`LEFT`] when the token is the left part of some supermerge, [`RIGHT`] when the
+    /// right; a token with either is a part, and extends a run.  (A flag per id: a hash set's
+    /// lookup was paid for every pretoken; a pair is looked up in `super_rank` only when its
+    /// tokens can be a supermerge's left and right.)
+    parts: Vec<u8>,
+    /// per-thread tables: the base's tokens and what the other pretokens became
+    cache: PieceCache,
     superword_ids: std::ops::Range<u64>,
     top: u32,
 }
@@ -50,15 +60,15 @@ impl ExtensionEncoder {
             .chain(ext.superwords.iter().map(|(i, _, _)| *i))
             .max()
             .unwrap_or(0);
-        let mut parts = vec![false; top_id as usize + 1];
+        let mut parts = vec![0u8; top_id as usize + 1];
         for (k, m) in ext.supermerges.iter().enumerate() {
             let joined = [decoder_bytes(&ext, m.left), decoder_bytes(&ext, m.right)].concat();
             let made = all
                 .get(&joined)
                 .ok_or_else(|| Error::internal("a supermerge makes bytes that are no token"))?;
             super_rank.entry((m.left, m.right)).or_insert((k as u32, made));
-            parts[m.left as usize] = true;
-            parts[m.right as usize] = true;
+            parts[m.left as usize] |= LEFT;
+            parts[m.right as usize] |= RIGHT;
         }
         let start = ext.base_end();
         let superword_ids = start..start + ext.superwords.len() as u64;
@@ -67,6 +77,10 @@ impl ExtensionEncoder {
             .chain(ext.superwords.iter().map(|(i, _, _)| *i))
             .max()
             .unwrap_or(0);
+        let cache = PieceCache::seeded(
+            ext.base.iter().map(|(i, t)| (t.as_slice(), *i)),
+            default_capacity(ext.base.len()),
+        )?;
         Ok(ExtensionEncoder {
             ext,
             matcher,
@@ -76,6 +90,7 @@ impl ExtensionEncoder {
             specials,
             super_rank,
             parts,
+            cache,
             superword_ids,
             top,
         })
@@ -134,7 +149,14 @@ impl ExtensionEncoder {
     /// in prose) take a plain scan, a pass per supermerge applied; longer ones a heap, so that
     /// a run of a million repeated words costs O(n log n), not a pass per supermerge.
     fn supermerge(&self, out: &mut Vec<TokenId>, start: usize) {
-        let rank = |a: TokenId, b: TokenId| self.super_rank.get(&(a, b)).copied();
+        let parts = &self.parts;
+        let rank = |a: TokenId, b: TokenId| {
+            if parts[a as usize] & LEFT != 0 && parts[b as usize] & RIGHT != 0 {
+                self.super_rank.get(&(a, b)).copied()
+            } else {
+                None
+            }
+        };
         // (the superword encoder's kernels: a pair has one supermerge index, so the smallest
         // index stands for one pair, as they need)
         if out.len() - start <= SCAN_RUN {
@@ -147,41 +169,87 @@ impl ExtensionEncoder {
         }
     }
 
-    fn flush(&self, out: &mut Vec<TokenId>, run: &mut Option<usize>) {
-        if let Some(start) = run.take() {
-            if out.len() - start >= 2 {
-                self.supermerge(out, start);
-            }
+    /// The run `out[run..]` is over: its supermerges, if it holds two tokens or more.
+    #[inline(always)]
+    fn flush(&self, out: &mut Vec<TokenId>, run: usize) {
+        if out.len() - run >= 2 {
+            self.supermerge(out, run);
         }
     }
 
     /// Append the ids of `text` (no special tokens) to `out`.
     fn encode_into(&self, text: &str, out: &mut Vec<TokenId>) -> Result<()> {
-        let mut run: Option<usize> = None;
-        let mut error = None;
-        self.matcher.for_each_piece(text, &mut |piece| {
-            let raw = piece.as_bytes();
-            match self.base.get(raw) {
-                Some(id) if self.parts[id as usize] => {
-                    run.get_or_insert(out.len());
-                    out.push(id);
-                }
-                Some(id) => {
-                    self.flush(out, &mut run);
-                    out.push(id);
-                }
-                None => {
-                    self.flush(out, &mut run);
-                    if let Err(e) = self.merge_piece(raw, out) {
-                        error.get_or_insert(e);
-                    }
-                }
+        self.cache
+            .with(text.len(), |table| self.encode_pieces(text, table, out))
+    }
+
+    /// [`ExtensionEncoder::encode_into`] with this thread's table, if it has one yet.
+    fn encode_pieces(&self, text: &str, table: Option<&mut Table>, out: &mut Vec<TokenId>) -> Result<()> {
+        // where the current run of supermerge parts starts in `out`
+        let mut run = out.len();
+        let mut failed: Option<Error> = None;
+        let mut block = Block::default();
+        match table {
+            Some(table) => {
+                let mut blocks =
+                    Prefetched::new(
+                        table,
+                        text.as_bytes(),
+                        &mut block,
+                        |t, piece, value| match value {
+                            Some(id) if id & CACHED == 0 => self.token(id, out, &mut run),
+                            _ => {
+                                self.flush(out, run);
+                                let made = t.ids_or_merge(piece, value, out, |o| self.merge_piece(piece, o));
+                                if let Err(e) = made {
+                                    failed.get_or_insert(e);
+                                }
+                                run = out.len();
+                            }
+                        },
+                    );
+                self.matcher
+                    .for_each_piece(text, &mut |piece| blocks.push(piece.as_bytes()))?;
+                blocks.finish();
             }
-        })?;
-        self.flush(out, &mut run);
-        error.map_or(Ok(()), Err)
+            None => {
+                let mut blocks =
+                    Prefetched::new(&self.base, text.as_bytes(), &mut block, |_, piece, id| match id {
+                        Some(id) => self.token(id, out, &mut run),
+                        None => {
+                            self.flush(out, run);
+                            if let Err(e) = self.merge_piece(piece, out) {
+                                failed.get_or_insert(e);
+                            }
+                            run = out.len();
+                        }
+                    });
+                self.matcher
+                    .for_each_piece(text, &mut |piece| blocks.push(piece.as_bytes()))?;
+                blocks.finish();
+            }
+        }
+        self.flush(out, run);
+        failed.map_or(Ok(()), Err)
+    }
+
+    /// A pretoken that is the base token `id`: a part extends the run, any other token ends it.
+    #[inline(always)]
+    fn token(&self, id: TokenId, out: &mut Vec<TokenId>, run: &mut usize) {
+        if self.parts[id as usize] == 0 {
+            self.flush(out, *run);
+            out.push(id);
+            *run = out.len();
+        } else {
+            out.push(id);
+        }
     }
 }
+
+/// [`ExtensionEncoder::parts`]: the token is a supermerge's left part.
+const LEFT: u8 = 1;
+/// [`ExtensionEncoder::parts`]: the token is a supermerge's right part.
+const RIGHT: u8 = 2;
 
 /// Runs longer than this many tokens are merged with a heap (see `ExtensionEncoder::supermerge`).
 const SCAN_RUN: usize = 64;
@@ -253,6 +321,33 @@ mod tests {
         enc.encode_append(" cat<|end|> sat", &allowed, &mut out).unwrap();
         assert_eq!(out, vec![258, 300, 259]);
         assert_eq!(enc.decode_bytes(&[301, 300]).unwrap(), b" cat sat<|end|>");
+    }
+
+    #[test]
+    fn the_per_thread_table_gives_the_ids_of_the_merge() {
+        // one encoder whose thread makes its table at once (tiny: it fills and starts again),
+        // one without: every text alike, the pieces that are not tokens included
+        let mut cached = ExtensionEncoder::new(small()).unwrap();
+        cached.cache = PieceCache::seeded(cached.ext.base.iter().map(|(i, t)| (t.as_slice(), *i)), 3)
+            .unwrap()
+            .at_once();
+        let mut plain = ExtensionEncoder::new(small()).unwrap();
+        plain.cache = PieceCache::new(0);
+        let words = [
+            " cat", " sat", " cats", " scat", " mat", "a", " at", ",", " catsat", " s",
+        ];
+        let mut rng = crate::XorShift(7);
+        for _ in 0..300 {
+            let text: String = (0..1 + rng.below(12))
+                .map(|_| words[rng.below(words.len() as u64) as usize])
+                .collect();
+            let (a, b) = (cached.encode_ordinary(&text), plain.encode_ordinary(&text));
+            assert_eq!(a.unwrap(), b.unwrap(), "{text:?}");
+        }
+        assert_eq!(
+            cached.encode_ordinary(" cat sat cats").unwrap(),
+            vec![301, 258, 115]
+        );
     }
 
     #[test]

@@ -12,7 +12,7 @@
 //! tokenizer needs; the reader checks every line of it.
 //!
 //! Stages, as in the reference: [`train`] (here), the model file ([`file`]), encoding
-//! ([`encode`]).
+//! ([`encode`]); a word model of ours as the base is [`word`] (SPEC 10.6).
 
 use rayon::prelude::*;
 
@@ -25,9 +25,11 @@ use crate::train::superbpe::{train_superbpe, SuperCandidates};
 
 pub mod encode;
 pub mod file;
+pub mod word;
 
 pub use encode::ExtensionEncoder;
 pub use file::{dumps, loads};
+pub use word::extend_word_model;
 
 /// The first line of an extension model file; the number is the format's version.
 pub const HEADER: &str = "superword extension v1";

@@ -90,6 +90,30 @@ impl PyExtension {
         Ok(PyExtension::new(encoder, stats))
     }
 
+    /// SPEC 10.6: `n` supermerges over one of our word models (its model file's text), from
+    /// counts made with its settings; returns the SuperBPE model's text and phase 2's seconds.
+    #[staticmethod]
+    #[pyo3(signature = (counts, word_model, n, threads=None, progress=None))]
+    fn extend_word_model(
+        py: Python<'_>,
+        counts: PyRef<'_, PyCounts>,
+        word_model: String,
+        n: usize,
+        threads: Option<usize>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<(String, f64)> {
+        let table = counts.table.clone();
+        let pool = pool(threads)?;
+        let on = pool.clone();
+        watched_on(Some(&on), py, progress, move |control| {
+            let clock = std::time::Instant::now();
+            let word = crate::model::v2::loads(&word_model, "the base")?;
+            let model =
+                pool.install(|| extend::extend_word_model(table.to_counts(true), word, n, &**control))?;
+            Ok((crate::model::v2::dumps(&model), clock.elapsed().as_secs_f64()))
+        })
+    }
+
     #[getter]
     fn kind(&self) -> &'static str {
         "extension"

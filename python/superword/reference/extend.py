@@ -32,7 +32,9 @@ from dataclasses import dataclass, field
 
 from .candidates import supermerge_candidates
 from .count import Counts
+from .encode import Encoder, eligible_tokens
 from .merging import Merge, apply_merge
+from .model import Model
 from .pretokenize import MERGE_PATTERN, compile_pattern
 from .ranks import byte_pair_merge, id_limit
 from .superbpe import train_superbpe
@@ -91,6 +93,42 @@ def train_extension(counts: Counts, ranks: dict[bytes, int], pattern: str, speci
     ext.superwords = [(first + k, t, token_counts.get(t, 0))
                       for k, t in enumerate(vocab[len(word_vocab):])]
     return ext
+
+
+def extend_word_model(counts: Counts, word: Model, n: int) -> Model:
+    """SPEC 10.6: ``n`` supermerges over one of our word models, which stays as it is.
+
+    Our word models encode by merge order (SPEC 7.3), so the result is not an extension file
+    but a SuperBPE model whose phase 1 is ``word``: SuperBPE's stages 3 and 4 with the word
+    model fixed.  ``counts`` must have been made with the word model's settings, with letter
+    runs.  Word tokens keep their ids; superwords follow them.
+
+    >>> from .count import count_documents
+    >>> from .model import Settings
+    >>> from .pretokenize import GPT4O, Pretokenizer
+    >>> from .train import train_counted
+    >>> docs, simple = ["a cat sat"] * 3, Settings(GPT4O, None, None, MERGE_PATTERN)
+    >>> counts = count_documents(docs, Pretokenizer(GPT4O, None, None), True)
+    >>> word = train_counted(counts, simple, 300, "bpe")   # (stops when every word is one token)
+    >>> model = extend_word_model(counts, word, 1)
+    >>> n = len(word.vocab); model.vocab[:n] == word.vocab, model.vocab[n:]
+    (True, [b' cat sat'])
+    >>> model == train_counted(counts, simple, n + 1, "superbpe", 1)
+    True
+    """
+    if word.kind != "word":
+        raise ValueError("only a word model (algorithm='bpe') is extended this way")
+    if word.special_tokens:
+        raise ValueError("a word model with special tokens cannot be a base: in the model file special "
+                         "tokens take the ids after every token, so the superwords would move them; "
+                         "extend the model without them, then register them on the result")
+    # 1-2. eligibility by the word model's own inference (SPEC 3.2, 9), candidates (SPEC 3.3)
+    candidates = supermerge_candidates(counts.runs, eligible_tokens(Encoder(word)))
+    # 3. phase 2 (SPEC 5)
+    supers, vocab, is_super, token_counts = train_superbpe(word.vocab, candidates, n)
+    # 4. the SuperBPE model: the word model's merges and deletions, then the superwords
+    return Model("superbpe", word.settings, vocab, [token_counts.get(t, 0) for t in vocab], is_super,
+                 word.merges, supers, deletions=word.deletions)
 
 
 # -- encoding ------------------------------------------------------------------------------------
