@@ -43,6 +43,7 @@ def main() -> None:
     ap.add_argument("--max-kb", type=int, default=1024)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--prose-mb", type=float, default=4)
+    ap.add_argument("--data", type=Path, default=DATA, help="the folder of the shared corpora")
     args = ap.parse_args()
     print("| pattern | text | CPU s | x per doubling |")
     print("|---|---|---:|---:|")
@@ -55,7 +56,7 @@ def main() -> None:
             growth = "" if before is None or before == 0 else f"{t / before:.1f}"
             print(f"| `{pattern}` | {kb} KB of `a` | {t:.4f} | {growth} |", flush=True)
             before, kb = t, kb * 2
-    corpus = DATA / "gutenberg_en_100M.txt.gz"
+    corpus = args.data / "gutenberg_en_100M.txt.gz"
     if not corpus.is_file():
         print("(no Gutenberg corpus: prose rows skipped)")
         return
