@@ -49,7 +49,7 @@ def flat_lists(ids: bytes, offsets: bytes) -> list[list[int]]:
 def respelled(pattern: str) -> str:
     """The pattern with its possessive quantifiers made greedy (the linear engine does not run
     possessive ones; in cl100k's pattern nothing after them could take back what they hold)."""
-    for possessive, greedy in (("++", "+"), ("?+", "?"), ("*+", "*"), ("}+", "}")):
+    for possessive, greedy in (("++", "+"), ("?+", "?"), ("*+", "*"), ("{1,3}+", "{1,3}")):
         pattern = pattern.replace(possessive, greedy)
     return pattern
 
