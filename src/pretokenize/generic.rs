@@ -60,8 +60,9 @@ enum Tail {
 pub struct Generic {
     /// what the pattern is called in errors ("pattern", "script_pattern")
     what: String,
-    /// one pattern per top-level alternative (one in all when no alternative has a tail)
-    dfa: DFA,
+    /// one pattern per top-level alternative (one in all when no alternative has a tail);
+    /// boxed, as `Matcher` holds a `Generic`
+    dfa: Box<DFA>,
     tails: Vec<Tail>,
     /// does a walk read the end byte after the text?
     end_byte: bool,
@@ -73,15 +74,12 @@ pub struct Generic {
 /// byte).
 type Found = Option<(u32, usize)>;
 
-/// No match on this step of a walk.
-const NO_MATCH: u32 = u32::MAX;
-
 struct Scratch {
     cache: Cache,
     /// (state, position) → the last match found walking on from there
     memo: FxHashMap<(LazyStateID, usize), Found>,
-    /// the walk so far: state, position, alternative matched on this step ([`NO_MATCH`])
-    path: Vec<(LazyStateID, usize, u32)>,
+    /// the walk's states at the positions the memo keeps ([`MEMO_EVERY`])
+    path: Vec<(LazyStateID, usize)>,
     /// the cache's clear count when the memo was last valid
     clears: usize,
 }
@@ -216,7 +214,9 @@ impl Generic {
         refuse_costly_patterns(pattern, what)?;
         // (in `regex-automata`'s reading of the Python `regex` syntax the pattern is written in)
         let rewritten = super::dialect::to_fancy(pattern, what)?;
-        let invalid = |e: &dyn std::fmt::Display| Error::Value(format!("{what} is not a valid regular expression: {e}"));
+        let invalid = |e: &dyn std::fmt::Display| {
+            Error::Value(format!("{what} is not a valid regular expression: {e}"))
+        };
         let alternatives = split_alternatives(&rewritten);
         let mut patterns = Vec::new();
         let mut tails = Vec::new();
@@ -230,7 +230,11 @@ impl Generic {
                     let suffix = r"\n?(?-u:\xFF)".to_string();
                     let split = meta::Regex::builder()
                         .syntax(syntax::Config::new().utf8(false))
-                        .configure(meta::Regex::config().utf8_empty(false).nfa_size_limit(Some(64 << 20)))
+                        .configure(
+                            meta::Regex::config()
+                                .utf8_empty(false)
+                                .nfa_size_limit(Some(64 << 20)),
+                        )
                         .build(&format!("{}({}){suffix}", a.flags, a.body))
                         .map_err(|e| invalid(&e))?;
                     (suffix, Tail::Split(split))
@@ -252,12 +256,16 @@ impl Generic {
                     .minimum_cache_clear_count(None),
             )
             .syntax(syntax::Config::new().utf8(!end_byte))
-            .thompson(thompson::Config::new().utf8(!end_byte).nfa_size_limit(Some(64 << 20)))
+            .thompson(
+                thompson::Config::new()
+                    .utf8(!end_byte)
+                    .nfa_size_limit(Some(64 << 20)),
+            )
             .build_many(&patterns)
             .map_err(|e| invalid(&e))?;
         let g = Generic {
             what: what.to_string(),
-            dfa,
+            dfa: Box::new(dfa),
             tails,
             end_byte,
             per_thread: Box::new(ThreadLocal::new()),
@@ -325,10 +333,17 @@ impl Generic {
                     buf.push(0xFF);
                 }
                 let mut caps = split.create_captures();
-                split.search_captures(&Input::new(&buf).span(p - lo..buf.len()).anchored(Anchored::Yes), &mut caps);
+                split.search_captures(
+                    &Input::new(&buf).span(p - lo..buf.len()).anchored(Anchored::Yes),
+                    &mut caps,
+                );
                 match (caps.get_match(), caps.get_group(1)) {
                     (Some(m), Some(body)) if m.end() + lo == end => body.end + lo,
-                    _ => return Err(failed("the capture of an alternative ending in $ disagreed with its match")),
+                    _ => {
+                        return Err(failed(
+                            "the capture of an alternative ending in $ disagreed with its match",
+                        ))
+                    }
                 }
             }
         }))
@@ -350,13 +365,16 @@ impl Generic {
         let mut joined: Option<Found> = None;
         let mut pos = p;
         loop {
-            if pos % MEMO_EVERY == 0 && !sc.memo.is_empty() {
-                if sc.cache.clear_count() != sc.clears {
-                    sc.memo.clear();
-                } else if let Some(&found) = sc.memo.get(&(sid, pos)) {
-                    joined = Some(found);
-                    break;
+            if pos % MEMO_EVERY == 0 {
+                if !sc.memo.is_empty() {
+                    if sc.cache.clear_count() != sc.clears {
+                        sc.memo.clear();
+                    } else if let Some(&found) = sc.memo.get(&(sid, pos)) {
+                        joined = Some(found);
+                        break;
+                    }
                 }
+                sc.path.push((sid, pos));
             }
             let next = if pos == stop {
                 dfa.next_eoi_state(&mut sc.cache, sid).map_err(failed)?
@@ -364,14 +382,8 @@ impl Generic {
                 let byte = if pos < s.len() { s[pos] } else { 0xFF };
                 dfa.next_state(&mut sc.cache, sid, byte).map_err(failed)?
             };
-            let matched = if next.is_match() {
-                dfa.match_pattern(&sc.cache, next, 0).as_u32()
-            } else {
-                NO_MATCH
-            };
-            sc.path.push((sid, pos, matched));
-            if matched != NO_MATCH {
-                last = Some((matched, pos));
+            if next.is_match() {
+                last = Some((dfa.match_pattern(&sc.cache, next, 0).as_u32(), pos));
             }
             if pos == stop || next.is_dead() {
                 break;
@@ -391,22 +403,18 @@ impl Generic {
             Some((_, end)) if end > p => end,
             _ => p + 1,
         };
-        let walked_to = sc.path.last().map_or(p, |&(_, at, _)| at);
         if sc.cache.clear_count() != sc.clears {
             sc.memo.clear();
             sc.clears = sc.cache.clear_count();
-        } else if walked_to > next_start + MEMO_AFTER {
-            let mut running = joined.flatten();
-            for &(state, at, matched) in sc.path.iter().rev() {
+        } else if pos > next_start + MEMO_AFTER {
+            // walking on from a kept position finds the walk's last match if it ends there or
+            // later, else nothing
+            for &(state, at) in sc.path.iter().rev() {
                 if at < next_start {
                     break;
                 }
-                if running.is_none() && matched != NO_MATCH {
-                    running = Some((matched, at));
-                }
-                if at % MEMO_EVERY == 0 {
-                    sc.memo.insert((state, at), running);
-                }
+                let from_here = found.filter(|&(_, end)| end >= at);
+                sc.memo.insert((state, at), from_here);
             }
         }
         Ok(found)
@@ -749,7 +757,10 @@ fn split_alternatives(p: &str) -> Vec<Alternative> {
             '(' => {
                 // a flag group standing alone at the top level reaches the later alternatives
                 if c.get(i + 1) == Some(&'?') {
-                    let letters = c[i + 2..].iter().take_while(|ch| ch.is_ascii_alphabetic() || **ch == '-').count();
+                    let letters = c[i + 2..]
+                        .iter()
+                        .take_while(|ch| ch.is_ascii_alphabetic() || **ch == '-')
+                        .count();
                     if letters > 0 && c.get(i + 2 + letters) == Some(&')') {
                         new_flags.push_str(&text(i, i + 3 + letters));
                         i += 3 + letters;
@@ -906,7 +917,14 @@ mod tests {
             let e = Generic::new(p, "pattern").err().expect(p).to_string();
             assert!(e.starts_with(&format!("pattern uses {says}")), "{p}: {e}");
         }
-        for p in [r"a+b|a", r"\w+(?=X)|\w|\s+|\W", r"a+?(?![a-c])|.", r"[(?=]a|\(", r"\w+$|\s", r"(?#(?=x))a"] {
+        for p in [
+            r"a+b|a",
+            r"\w+(?=X)|\w|\s+|\W",
+            r"a+?(?![a-c])|.",
+            r"[(?=]a|\(",
+            r"\w+$|\s",
+            r"(?#(?=x))a",
+        ] {
             assert!(costly_construct(p).is_none(), "{p}");
         }
     }
@@ -914,7 +932,11 @@ mod tests {
     #[test]
     fn look_aheads_and_end_anchors_cut_as_a_backtracking_engine_does() {
         for (p, text, want) in [
-            (r"\w+(?=X)|\w|\s+|\W", "aaXa bX", &["aa", "X", "a", " ", "b", "X"][..]),
+            (
+                r"\w+(?=X)|\w|\s+|\W",
+                "aaXa bX",
+                &["aa", "X", "a", " ", "b", "X"][..],
+            ),
             (r"\s+(?!\S)|\s+|\S+", "a   b  ", &["a", "  ", " ", "b", "  "][..]),
             (r"\w+$|\w|\s", "ab\ncd\n", &["a", "b", "\n", "cd", "\n"][..]),
             (r"\w+$|\s+$|\w|\s", "ab \n", &["a", "b", " \n"][..]),
