@@ -811,7 +811,7 @@ def load_hf(path: str) -> tuple[str, str, dict[str, int]]:
     So are superword's own exports of BoundlessBPE and SuperBPE models, whose supermerges come
     after every regular merge in the file whatever their ids (see the module notes).
     """
-    from .reference.pretokenize import compile_pattern
+    from .reference.pretokenize import HAND_WRITTEN, compile_pattern
     vocab, merges, special, pattern = _parse_hf(path)
     name = os.path.basename(path)
     made = []
@@ -839,7 +839,10 @@ def load_hf(path: str) -> tuple[str, str, dict[str, int]]:
         _check_special_overlaps(list(special))
     except ValueError as exc:
         raise ValueError(f"{name}: {exc}") from None
-    pattern = _from_oniguruma(pattern, name)
+    # (a pattern with a hand-written matcher, as superword writes it for tokenizers, is read
+    # back in its own spelling: cl100k's `\p{N}{1,3}+` is written `(?>\p{N}{1,3})`)
+    pattern = next((known for known in HAND_WRITTEN if oniguruma_pattern(known) == pattern),
+                   _from_oniguruma(pattern, name))
     if compile_pattern(pattern, f"{name}: the pre_tokenizer regex").match(""):
         raise ValueError(f"{name}: the pre_tokenizer regex matches the empty string; superword "
                          f"cannot split text with it as tokenizers does")

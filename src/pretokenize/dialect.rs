@@ -1,7 +1,9 @@
-//! A pattern in the Python `regex` module's syntax (SPEC 1.1), rewritten for `fancy-regex`
-//! where the two read the same text differently.  The reference runs a pattern on `regex`;
-//! the Rust core runs any pattern without a hand-written matcher on `fancy-regex`, and a
-//! review found them apart on:
+//! A pattern in the Python `regex` module's syntax (SPEC 1.1), rewritten in the syntax of
+//! `fancy-regex` (that of `regex-syntax`, plus look-arounds) where the two read the same text
+//! differently.  The reference runs a pattern on `regex`; the Rust core runs any pattern
+//! without a hand-written matcher on a `regex-automata` DFA (`generic.rs`, which turns the
+//! look-aheads and end anchors it accepts into what the DFA reads), and a review found the
+//! Python and Rust engines apart on:
 //!
 //! * Unicode: `regex-syntax`'s tables are Unicode 16.0, ours and `regex`'s 17.0 (4,626 code
 //!   points differ for `\p{L}`, 13 for `\p{N}`).  The classes our tables hold (`\p{L}`, its

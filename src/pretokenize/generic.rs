@@ -1,39 +1,102 @@
-//! Any pre-tokenization pattern without a hand-written matcher, through `fancy-regex` (it
-//! supports the look-arounds such patterns use).  Its Unicode tables may lag the Python
-//! `regex` module's by a version, so the built-in patterns never come here.
+//! Any pre-tokenization pattern without a hand-written matcher, in time linear in the text.
 //!
-//! Per-thread copies.  A compiled fancy-regex keeps its scratch space in `regex-automata`
-//! pools: one for its backtracking VM, one in each delegated `meta::Regex`.  A pool serves the
-//! first thread that uses it from a fast owner slot, and every other thread through a mutex
-//! (`get_slow`/`put_value`), on every match.  With cl100k's pattern spelled so that it reaches
-//! this engine, two encoding threads spent 5.8 % of their samples in those pool calls (perf,
-//! 3 MB of Gutenberg); with a copy per thread, 0.7 % (the owner's fast path).  Cloning the regex
-//! does not help (the VM program, pools included, sits behind an `Arc`), so each thread
-//! compiles its own copy on first use and owns all its pools.  Compiling cl100k's pattern takes
-//! about 1.6 ms.
+//! A findall restarts a search at each match end.  A backtracking engine, or a DFA that must
+//! read on until it dies to know that no longer match exists, makes each search cost the
+//! distance it scans, and a pattern such as `a+b|a` or `\w+(?=X)|\w` scans to the end of a
+//! run of letters from every position: n² steps over n letters.  Here each search is an
+//! anchored walk of a lazy DFA (`regex-automata`, leftmost-first: the match a backtracking
+//! engine finds), and the walks share a memo: where a walk read on past its match, the state
+//! it was in at a position, with the last match it found from there, is kept (every
+//! [`MEMO_EVERY`] positions, for walks that read more than [`MEMO_AFTER`] bytes past their
+//! match).  The DFA is deterministic, so a later walk that reaches the same state at the same
+//! position would find the same thing, and stops there.  Each (state, position) pair is walked
+//! once, which bounds the work by the text's length times the number of DFA states a position
+//! sees (usually one or two).
+//!
+//! A DFA has no look-around, so a pattern may use only what it can run (the rule of
+//! [`costly_construct`], the same in `reference/pretokenize.py`).  A look-ahead of one
+//! character at the end of a top-level alternative, `A(?=C)` or `A(?!C)`, and an end anchor
+//! there, `A$`, `A\Z`, become characters that the alternative reads: `A(?=C)` cuts where the
+//! leftmost-first match of `AC` leaves `A`, which is one character before its end; `A(?!C)` is
+//! `A` followed by a character outside `C` or by the end of the text, which the walk reads as
+//! one more byte, 0xFF (never in UTF-8 text).  Each top-level alternative is a pattern of its
+//! own in a multi-pattern DFA (leftmost-first prefers the lower one, as the alternation does),
+//! so the walk knows which alternative matched and whether to give back its last character.
+//! `A$` (the end, or before a newline that ends the text) may end one or two characters before
+//! its match's end; a capture of `A` over that one match tells which.
 
 use crate::error::{Error, Result};
+use regex_automata::hybrid::dfa::{Cache, DFA};
+use regex_automata::hybrid::LazyStateID;
+use regex_automata::nfa::thompson;
+use regex_automata::util::syntax;
+use regex_automata::{meta, Anchored, Input, MatchKind};
+use rustc_hash::FxHashMap;
+use std::cell::RefCell;
 use thread_local::ThreadLocal;
 
-pub struct Generic {
-    /// the pattern as `fancy-regex` reads it (see `dialect.rs`)
-    pattern: String,
-    /// what the pattern is called in errors ("pattern", "script_pattern")
-    what: String,
-    /// boxed: the table of threads is about 500 bytes, and `Matcher` holds a `Generic`
-    per_thread: Box<ThreadLocal<fancy_regex::Regex>>,
+/// The memo keeps the walk's state at positions that are multiples of this (a later walk that
+/// joins an earlier one notices it at most this many bytes later).
+pub const MEMO_EVERY: usize = 16;
+
+/// A walk that reads at most this many bytes past where the next search starts is not
+/// memoized (its cost is bounded by this anyway; most walks read one byte past their match).
+pub const MEMO_AFTER: usize = 64;
+
+/// The lazy DFA's cache, per thread (it is cleared, and the memo with it, when full).
+const CACHE_BYTES: usize = 8 << 20;
+
+/// What the end of one top-level alternative reads beyond its match.
+enum Tail {
+    /// nothing: the match ends where the walk's does
+    Plain,
+    /// one character, or the end byte (a one-character look-ahead, `\Z`, `\z`, `$` in
+    /// multi-line mode)
+    OneUnit,
+    /// an optional newline and the end byte (`$`): the alternative with its body captured
+    Split(meta::Regex),
 }
 
-/// Compile with limits on top of the size check: compiled size, lazy-DFA cache, and
-/// backtracking (a pattern from a file can backtrack catastrophically; matching then fails with
-/// an error).
-fn compile(pattern: &str, what: &str) -> Result<fancy_regex::Regex> {
-    fancy_regex::RegexBuilder::new(pattern)
-        .delegate_size_limit(64 << 20)
-        .delegate_dfa_size_limit(64 << 20)
-        .backtrack_limit(1_000_000)
-        .build()
-        .map_err(|e| Error::Value(format!("{what} is not a valid regular expression: {e}")))
+pub struct Generic {
+    /// what the pattern is called in errors ("pattern", "script_pattern")
+    what: String,
+    /// one pattern per top-level alternative (one in all when no alternative has a tail);
+    /// boxed, as `Matcher` holds a `Generic`
+    dfa: Box<DFA>,
+    tails: Vec<Tail>,
+    /// does a walk read the end byte after the text?
+    end_byte: bool,
+    /// boxed: the table of threads is about 500 bytes, and `Matcher` holds a `Generic`
+    per_thread: Box<ThreadLocal<RefCell<Scratch>>>,
+}
+
+/// The last match a walk found: its alternative and its end (in the text followed by the end
+/// byte).
+type Found = Option<(u32, usize)>;
+
+struct Scratch {
+    cache: Cache,
+    /// (state, position) → the last match found walking on from there
+    memo: FxHashMap<(LazyStateID, usize), Found>,
+    /// the walk's states at the positions the memo keeps ([`MEMO_EVERY`])
+    path: Vec<(LazyStateID, usize)>,
+    /// the cache's clear count when the memo was last valid
+    clears: usize,
+}
+
+impl Scratch {
+    fn new(dfa: &DFA) -> Scratch {
+        Scratch {
+            cache: dfa.create_cache(),
+            memo: FxHashMap::default(),
+            path: Vec::new(),
+            clears: 0,
+        }
+    }
+}
+
+fn failed(e: impl std::fmt::Display) -> Error {
+    Error::Value(format!("pre-tokenization pattern failed: {e}"))
 }
 
 /// The largest [`pattern_size`] a pattern may have (as `reference/pretokenize.py`).
@@ -148,43 +211,448 @@ impl Generic {
                 "{what} is too large to compile: its counted repeats expand to about {size} items (at most {MAX_PATTERN_SIZE}): {shown:?}"
             )));
         }
-        // (in `fancy-regex`'s reading of the Python `regex` syntax the pattern is written in)
-        let pattern = super::dialect::to_fancy(pattern, what)?;
-        let per_thread = Box::new(ThreadLocal::new());
-        // compiled here once so that a bad pattern fails at construction, in the caller's thread
-        let regex = per_thread.get_or_try(|| compile(&pattern, what))?;
-        refuse_empty_matches(regex, what)?;
-        Ok(Generic {
-            pattern,
+        refuse_costly_patterns(pattern, what)?;
+        // (in `regex-automata`'s reading of the Python `regex` syntax the pattern is written in)
+        let rewritten = super::dialect::to_fancy(pattern, what)?;
+        let invalid = |e: &dyn std::fmt::Display| {
+            Error::Value(format!("{what} is not a valid regular expression: {e}"))
+        };
+        let alternatives = split_alternatives(&rewritten);
+        let mut patterns = Vec::new();
+        let mut tails = Vec::new();
+        let end_byte = alternatives.iter().any(|a| a.tail.is_some());
+        for a in &alternatives {
+            // the alternative alone, as text (it may match only UTF-8)
+            syntax::parse(&format!("{}{}", a.flags, a.body)).map_err(|e| invalid(&e))?;
+            let (suffix, tail) = match &a.tail {
+                None => (String::new(), Tail::Plain),
+                Some(TailKind::Dollar) => {
+                    let suffix = r"\n?(?-u:\xFF)".to_string();
+                    let split = meta::Regex::builder()
+                        .syntax(syntax::Config::new().utf8(false))
+                        .configure(
+                            meta::Regex::config()
+                                .utf8_empty(false)
+                                .nfa_size_limit(Some(64 << 20)),
+                        )
+                        .build(&format!("{}({}){suffix}", a.flags, a.body))
+                        .map_err(|e| invalid(&e))?;
+                    (suffix, Tail::Split(split))
+                }
+                Some(TailKind::Unit(s)) => (s.clone(), Tail::OneUnit),
+            };
+            patterns.push(format!("(?:{}{}{suffix})", a.flags, a.body));
+            tails.push(tail);
+        }
+        if !end_byte {
+            patterns = vec![rewritten.clone()];
+            tails = vec![Tail::Plain];
+        }
+        let dfa = DFA::builder()
+            .configure(
+                DFA::config()
+                    .match_kind(MatchKind::LeftmostFirst)
+                    .cache_capacity(CACHE_BYTES)
+                    .minimum_cache_clear_count(None),
+            )
+            .syntax(syntax::Config::new().utf8(!end_byte))
+            .thompson(
+                thompson::Config::new()
+                    .utf8(!end_byte)
+                    .nfa_size_limit(Some(64 << 20)),
+            )
+            .build_many(&patterns)
+            .map_err(|e| invalid(&e))?;
+        let g = Generic {
             what: what.to_string(),
-            per_thread,
-        })
+            dfa: Box::new(dfa),
+            tails,
+            end_byte,
+            per_thread: Box::new(ThreadLocal::new()),
+        };
+        g.refuse_empty_matches()?;
+        Ok(g)
     }
 
     /// Every match, in order (like the reference's `finditer`); an empty match before the end
-    /// of `s` is an error ([`empty_match`]).  (Not `find_iter`: it passes over an empty match
-    /// right after the last match without a word, and the character there was lost: `\w*|\s+`
-    /// read "ab cd" as "ab", "cd".)
+    /// of `s` is an error ([`empty_match`]).  Where nothing matches, the character is passed
+    /// over, as findall does.
     pub fn for_each<'a>(&self, s: &'a str, emit: &mut impl FnMut(&'a str)) -> Result<()> {
-        let regex = self
-            .per_thread
-            .get_or_try(|| compile(&self.pattern, &self.what))?;
+        let cell = self.per_thread.get_or(|| RefCell::new(Scratch::new(&self.dfa)));
+        let mut own;
+        let mut shared;
+        // (a fresh scratch if this thread's is in use, which only a re-entrant `emit` does)
+        let sc: &mut Scratch = match cell.try_borrow_mut() {
+            Ok(b) => {
+                shared = b;
+                &mut shared
+            }
+            Err(_) => {
+                own = Scratch::new(&self.dfa);
+                &mut own
+            }
+        };
+        sc.memo.clear();
+        let bytes = s.as_bytes();
         let mut at = 0;
-        while at < s.len() {
-            let found = regex
-                .find_from_pos(s, at)
-                .map_err(|e| Error::Value(format!("pre-tokenization pattern failed: {e}")))?;
-            let Some(m) = found else { break };
-            if m.start() == m.end() {
-                if m.start() < s.len() {
-                    return Err(empty_match(&self.what, s[..m.start()].chars().count()));
+        while at < bytes.len() {
+            match self.match_at(sc, bytes, at)? {
+                Some(end) if end == at => return Err(empty_match(&self.what, s[..at].chars().count())),
+                Some(end) => {
+                    emit(&s[at..end]);
+                    at = end;
                 }
+                None => at += utf8_len(bytes[at]),
+            }
+        }
+        sc.memo.clear();
+        Ok(())
+    }
+
+    /// The end of the match that starts at `p`, if one does.
+    fn match_at(&self, sc: &mut Scratch, s: &[u8], p: usize) -> Result<Option<usize>> {
+        let Some((alternative, end)) = self.walk(sc, s, p)? else {
+            return Ok(None);
+        };
+        let n = s.len();
+        Ok(Some(match &self.tails[alternative as usize] {
+            Tail::Plain if end <= n => end,
+            Tail::Plain => return Err(failed("a match went past the end of the text")),
+            Tail::OneUnit if end > n => n,
+            Tail::OneUnit => {
+                let mut e = end - 1;
+                while e > p && s[e] & 0xC0 == 0x80 {
+                    e -= 1;
+                }
+                e
+            }
+            Tail::Split(split) => {
+                let lo = p.saturating_sub(1); // (one byte before: what `^` and `(?m)^` look at)
+                let mut buf = s[lo..end.min(n)].to_vec();
+                if end > n {
+                    buf.push(0xFF);
+                }
+                let mut caps = split.create_captures();
+                split.search_captures(
+                    &Input::new(&buf).span(p - lo..buf.len()).anchored(Anchored::Yes),
+                    &mut caps,
+                );
+                match (caps.get_match(), caps.get_group(1)) {
+                    (Some(m), Some(body)) if m.end() + lo == end => body.end + lo,
+                    _ => {
+                        return Err(failed(
+                            "the capture of an alternative ending in $ disagreed with its match",
+                        ))
+                    }
+                }
+            }
+        }))
+    }
+
+    /// An anchored walk of the DFA from `p` over `s` (and the end byte, when a tail reads it)
+    /// until the DFA dies or a memo entry says how it goes on: the last match found.
+    fn walk(&self, sc: &mut Scratch, s: &[u8], p: usize) -> Result<Found> {
+        let dfa = &self.dfa;
+        let input = Input::new(s).span(p..s.len()).anchored(Anchored::Yes);
+        let mut sid = dfa.start_state_forward(&mut sc.cache, &input).map_err(failed)?;
+        if sc.cache.clear_count() != sc.clears {
+            sc.memo.clear();
+            sc.clears = sc.cache.clear_count();
+        }
+        let stop = s.len() + usize::from(self.end_byte);
+        sc.path.clear();
+        let mut last: Found = None;
+        let mut joined: Option<Found> = None;
+        let mut pos = p;
+        loop {
+            if pos % MEMO_EVERY == 0 {
+                if !sc.memo.is_empty() {
+                    if sc.cache.clear_count() != sc.clears {
+                        sc.memo.clear();
+                    } else if let Some(&found) = sc.memo.get(&(sid, pos)) {
+                        joined = Some(found);
+                        break;
+                    }
+                }
+                sc.path.push((sid, pos));
+            }
+            let next = if pos == stop {
+                dfa.next_eoi_state(&mut sc.cache, sid).map_err(failed)?
+            } else {
+                let byte = if pos < s.len() { s[pos] } else { 0xFF };
+                dfa.next_state(&mut sc.cache, sid, byte).map_err(failed)?
+            };
+            if next.is_match() {
+                last = Some((dfa.match_pattern(&sc.cache, next, 0).as_u32(), pos));
+            }
+            if pos == stop || next.is_dead() {
                 break;
             }
-            emit(m.as_str());
-            at = m.end();
+            if next.is_quit() {
+                return Err(failed("the lazy DFA quit"));
+            }
+            sid = next;
+            pos += 1;
+        }
+        let found = match joined {
+            Some(Some(later)) => Some(later),
+            _ => last,
+        };
+        // keep the part of the walk past where the next search starts, when it is long
+        let next_start = match found {
+            Some((_, end)) if end > p => end,
+            _ => p + 1,
+        };
+        if sc.cache.clear_count() != sc.clears {
+            sc.memo.clear();
+            sc.clears = sc.cache.clear_count();
+        } else if pos > next_start + MEMO_AFTER {
+            // walking on from a kept position finds the walk's last match if it ends there or
+            // later, else nothing
+            for &(state, at) in sc.path.iter().rev() {
+                if at < next_start {
+                    break;
+                }
+                let from_here = found.filter(|&(_, end)| end >= at);
+                sc.memo.insert((state, at), from_here);
+            }
+        }
+        Ok(found)
+    }
+
+    /// Refuse a pattern that matches the empty string in an empty text, or at a character of
+    /// [`PROBE`].  Such a pattern cuts nothing there, and findall then goes on differently in
+    /// the two engines ([`empty_match`]); this check runs wherever a pattern comes in
+    /// (`pattern=`, model files, count files, minbpe and `.tiktoken` patterns,
+    /// `tokenizer.json`), so that a door that never pre-tokenizes (training on a count file)
+    /// refuses it too.  A pattern can still match nothing only after some other text (a
+    /// look-ahead alone); pre-tokenization then raises [`empty_match`].
+    fn refuse_empty_matches(&self) -> Result<()> {
+        let what = &self.what;
+        let mut sc = Scratch::new(&self.dfa);
+        if self.match_at(&mut sc, b"", 0)? == Some(0) {
+            return Err(Error::Value(format!(
+                "{what} matches the empty string (it does in an empty text): every match must hold \
+                 at least one character; change the alternatives that can match nothing (such as \\w* \
+                 or a look-ahead alone)"
+            )));
+        }
+        for (n, (at, _)) in PROBE.char_indices().enumerate() {
+            if self.match_at(&mut sc, PROBE.as_bytes(), at)? == Some(at) {
+                return Err(Error::Value(format!(
+                    "{what} matches the empty string (it does at character {n} of superword's \
+                     probe text): every match must hold at least one character; change the \
+                     alternatives that can match nothing (such as \\w* or a look-ahead alone)"
+                )));
+            }
         }
         Ok(())
+    }
+}
+
+/// Where the atom at `p[i]` ends when it matches exactly one character (a character, an
+/// escaped character, a class escape such as `\s` or `\p{L}`, or a set); the same walk as
+/// `_one_character_end` in `reference/pretokenize.py`.
+fn one_character_end(p: &[char], i: usize) -> Option<usize> {
+    let n = p.len();
+    let c = *p.get(i)?;
+    if c == '\\' {
+        let e = *p.get(i + 1)?;
+        if matches!(e, 'p' | 'P' | 'x' | 'N') && p.get(i + 2) == Some(&'{') {
+            return p[i + 3..].iter().position(|&ch| ch == '}').map(|k| i + 3 + k + 1);
+        }
+        if matches!(e, 'p' | 'P') {
+            return (i + 2 < n).then_some(i + 3);
+        }
+        let digits = match e {
+            'x' => 2,
+            'u' => 4,
+            'U' => 8,
+            _ => 0,
+        };
+        if digits > 0 {
+            return (i + 2 + digits <= n).then_some(i + 2 + digits);
+        }
+        if "wWdDsSntrfv".contains(e) || !e.is_ascii_alphanumeric() {
+            return Some(i + 2);
+        }
+        return None;
+    }
+    if c == '[' {
+        let mut j = i + 1;
+        if p.get(j) == Some(&'^') {
+            j += 1;
+        }
+        if p.get(j) == Some(&']') {
+            j += 1;
+        }
+        while j < n && p[j] != ']' {
+            j += if p[j] == '\\' { 2 } else { 1 };
+        }
+        return (j < n).then_some(j + 1);
+    }
+    if "\\^$.|?*+()[]{}".contains(c) {
+        return None;
+    }
+    Some(i + 1)
+}
+
+/// Does a top-level alternative end at `p[i]` (a `|` or the end of the pattern)?
+fn at_alternative_end(p: &[char], i: usize, depth: usize) -> bool {
+    depth == 0 && matches!(p.get(i), None | Some('|'))
+}
+
+const END_ANCHOR: &str = r"an end anchor ($, \Z, \z) that is not at the end of a top-level alternative";
+const LOOK_AHEAD: &str = "a look-ahead that is not one character at the end of a top-level alternative";
+
+/// The first construct of `pattern` that the linear matcher does not run (its description),
+/// or `None`: the same walk as `costly_construct` in `reference/pretokenize.py` (the rule is
+/// in its docstring and in docs/algorithm.md, section 8.1).
+pub fn costly_construct(pattern: &str) -> Option<&'static str> {
+    let p: Vec<char> = pattern.chars().collect();
+    let n = p.len();
+    let starts = |i: usize, s: &str| s.chars().enumerate().all(|(k, ch)| p.get(i + k) == Some(&ch));
+    let (mut i, mut depth) = (0usize, 0usize);
+    let mut after_repeat = false; // the last item was a quantifier (a `+` after it is possessive)
+    let (mut ending, mut verbose) = (false, false);
+    while i < n {
+        let c = p[i];
+        if c == '\\' {
+            let e = p.get(i + 1).copied();
+            if e.is_some_and(|e| "123456789g".contains(e)) {
+                return Some("a backreference");
+            }
+            if e.is_some_and(|e| "bBG".contains(e)) {
+                return Some(r"a word boundary or search anchor (\b, \B, \G)");
+            }
+            if e.is_some_and(|e| "Zz".contains(e)) {
+                if !at_alternative_end(&p, i + 2, depth) {
+                    return Some(END_ANCHOR);
+                }
+                ending = true;
+            }
+            i += 2;
+            if e.is_some_and(|e| "pPxN".contains(e)) && p.get(i) == Some(&'{') {
+                i = p[i..].iter().position(|&ch| ch == '}').map_or(n, |k| i + k + 1);
+            }
+            after_repeat = false;
+            continue;
+        }
+        if c == '[' {
+            i = one_character_end(&p, i).unwrap_or(n);
+            after_repeat = false;
+            continue;
+        }
+        if c == '(' {
+            after_repeat = false;
+            if starts(i, "(?#") {
+                i = p[i..].iter().position(|&ch| ch == ')').map_or(n, |k| i + k + 1);
+                continue;
+            }
+            if starts(i, "(?=") || starts(i, "(?!") {
+                match one_character_end(&p, i + 3) {
+                    Some(end) if p.get(end) == Some(&')') && at_alternative_end(&p, end + 1, depth) => {
+                        ending = true;
+                        i = end + 1;
+                        continue;
+                    }
+                    _ => return Some(LOOK_AHEAD),
+                }
+            }
+            if starts(i, "(?<=") || starts(i, "(?<!") {
+                return Some("a look-behind");
+            }
+            if starts(i, "(?") {
+                let k = p.get(i + 2).copied();
+                let after = p.get(i + 3).copied();
+                if k == Some('>') {
+                    return Some("an atomic group");
+                }
+                if k == Some('(') {
+                    return Some("a conditional group");
+                }
+                if starts(i, "(?P=")
+                    || starts(i, "(?P>")
+                    || k.is_some_and(|k| "&R+".contains(k) || k.is_ascii_digit())
+                    || (k == Some('-') && after.is_some_and(|a| a.is_ascii_digit()))
+                {
+                    return Some("a backreference or recursion");
+                }
+                let mut j = i + 2;
+                while j < n && (p[j].is_ascii_alphabetic() || p[j] == '-') {
+                    j += 1;
+                }
+                if j < n && (p[j] == ':' || p[j] == ')') {
+                    let on = p[i + 2..j].iter().take_while(|&&ch| ch != '-');
+                    if on.clone().any(|&ch| ch == 'x') {
+                        verbose = true;
+                    }
+                }
+                i += 2;
+            } else {
+                i += 1;
+            }
+            depth += 1;
+            continue;
+        }
+        if c == ')' {
+            depth = depth.saturating_sub(1);
+            i += 1;
+            after_repeat = false;
+            continue;
+        }
+        if c == '$' {
+            if !at_alternative_end(&p, i + 1, depth) {
+                return Some(END_ANCHOR);
+            }
+            ending = true;
+            i += 1;
+            after_repeat = false;
+            continue;
+        }
+        if matches!(c, '*' | '+' | '?') {
+            if after_repeat && c == '+' {
+                return Some("a possessive quantifier");
+            }
+            after_repeat = !after_repeat;
+            i += 1;
+            continue;
+        }
+        if c == '{' {
+            if let Some((_, len)) = counted_repeat(&p[i..]) {
+                after_repeat = true;
+                i += len;
+                continue;
+            }
+        }
+        after_repeat = false;
+        i += 1;
+    }
+    if verbose && ending {
+        return Some(r"verbose mode (?x) with a look-ahead or an end anchor ending an alternative");
+    }
+    None
+}
+
+/// Refuse a pattern the linear matcher does not run ([`costly_construct`]), with the same
+/// message as the reference.  (The patterns with hand-written matchers never come here.)
+pub fn refuse_costly_patterns(pattern: &str, what: &str) -> Result<()> {
+    match costly_construct(pattern) {
+        Some(found) => Err(Error::Value(format!(
+            "{what} uses {found}, which superword does not accept: encoding with it could take \
+             time quadratic in the text (docs/algorithm.md, section 8.1)"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The length of the UTF-8 character that starts with `b`.
+fn utf8_len(b: u8) -> usize {
+    match b {
+        0..=0x7F => 1,
+        0xC0..=0xDF => 2,
+        0xE0..=0xEF => 3,
+        _ => 4,
     }
 }
 
@@ -193,34 +661,145 @@ impl Generic {
 /// apostrophe, punctuation, a Han character with a combining mark.
 pub const PROBE: &str = "Ab c1\n\t'x, \u{6771}\u{301}.";
 
-/// Refuse a pattern that matches the empty string in an empty text, or at a character of
-/// [`PROBE`].  Such a pattern cuts nothing there, and findall then goes on differently in the
-/// two engines ([`empty_match`]); this check runs wherever a pattern comes in (`pattern=`,
-/// model files, count files, minbpe and `.tiktoken` patterns, `tokenizer.json`), so that a
-/// door that never pre-tokenizes (training on a count file) refuses it too.  A pattern can
-/// still match nothing only after some other text (a look-ahead alone); pre-tokenization then
-/// raises [`empty_match`].
-fn refuse_empty_matches(regex: &fancy_regex::Regex, what: &str) -> Result<()> {
-    let failed = |e: fancy_regex::Error| Error::Value(format!("pre-tokenization pattern failed: {e}"));
-    if regex.find("").map_err(failed)?.is_some() {
-        return Err(Error::Value(format!(
-            "{what} matches the empty string (it does in an empty text): every match must hold \
-             at least one character; change the alternatives that can match nothing (such as \\w* \
-             or a look-ahead alone)"
-        )));
-    }
-    for (n, (at, _)) in PROBE.char_indices().enumerate() {
-        if let Some(m) = regex.find_from_pos(PROBE, at).map_err(failed)? {
-            if m.start() == at && m.end() == at {
-                return Err(Error::Value(format!(
-                    "{what} matches the empty string (it does at character {n} of superword's \
-                     probe text): every match must hold at least one character; change the \
-                     alternatives that can match nothing (such as \\w* or a look-ahead alone)"
-                )));
+/// What ends a top-level alternative, beyond its body.
+#[derive(Debug, PartialEq)]
+enum TailKind {
+    /// one character or the end byte: what the alternative reads for it
+    Unit(String),
+    /// `$` outside multi-line mode
+    Dollar,
+}
+
+/// One top-level alternative of a rewritten pattern.
+#[derive(Debug)]
+struct Alternative {
+    /// the flag groups `(?i)` standing at the top level before it (they reach to the end of
+    /// the pattern)
+    flags: String,
+    body: String,
+    tail: Option<TailKind>,
+}
+
+/// The top-level alternatives of `p` (rewritten by `dialect.rs`, and accepted by
+/// [`costly_construct`], so that a look-ahead or an end anchor is an alternative's last item).
+fn split_alternatives(p: &str) -> Vec<Alternative> {
+    let c: Vec<char> = p.chars().collect();
+    let n = c.len();
+    let text = |a: usize, b: usize| c[a..b].iter().collect::<String>();
+    let mut out = Vec::new();
+    let mut flags = String::new();
+    let (mut start, mut i) = (0, 0);
+    // where the last item of the current alternative starts
+    let mut item = 0;
+    let mut new_flags = String::new();
+    while i <= n {
+        if i == n || c[i] == '|' {
+            out.push(Alternative {
+                flags: flags.clone(),
+                body: text(start, i),
+                tail: None,
+            });
+            let a = out.last_mut().expect("just pushed");
+            let last = text(item.max(start), i);
+            let tail = if last == r"(?=\n?\z)" {
+                Some(TailKind::Dollar)
+            } else if last == r"\z" {
+                Some(TailKind::Unit(r"(?-u:\xFF)".into()))
+            } else if last == "$" {
+                Some(TailKind::Unit(r"(?:\n|(?-u:\xFF))".into()))
+            } else if let Some(inner) = last.strip_prefix("(?=").and_then(|r| r.strip_suffix(')')) {
+                Some(TailKind::Unit(format!("(?:{inner})")))
+            } else if let Some(inner) = last.strip_prefix("(?!").and_then(|r| r.strip_suffix(')')) {
+                let outside = if let Some(rest) = inner.strip_prefix("[^") {
+                    format!("[{rest}")
+                } else if let Some(rest) = inner.strip_prefix('[') {
+                    format!("[^{rest}")
+                } else {
+                    format!("[^{inner}]")
+                };
+                Some(TailKind::Unit(format!(r"(?:{outside}|(?-u:\xFF))")))
+            } else {
+                None
+            };
+            if tail.is_some() {
+                a.body = text(start, item.max(start));
+                a.tail = tail;
             }
+            flags.push_str(&new_flags);
+            new_flags.clear();
+            i += 1;
+            start = i;
+            item = i;
+            continue;
         }
+        let at = i;
+        match c[i] {
+            '\\' => {
+                i += 2;
+                if i <= n && matches!(c[i - 1], 'p' | 'P' | 'x' | 'N') && c.get(i) == Some(&'{') {
+                    i = c[i..].iter().position(|&ch| ch == '}').map_or(n, |k| i + k + 1);
+                }
+                i = i.min(n);
+            }
+            '[' => {
+                i += 1;
+                if c.get(i) == Some(&'^') {
+                    i += 1;
+                }
+                while i < n && c[i] != ']' {
+                    i += if c[i] == '\\' { 2 } else { 1 };
+                }
+                i = (i + 1).min(n);
+            }
+            '(' if c.get(i + 1) == Some(&'?') && c.get(i + 2) == Some(&'#') => {
+                i = c[i..].iter().position(|&ch| ch == ')').map_or(n, |k| i + k + 1);
+            }
+            '(' => {
+                // a flag group standing alone at the top level reaches the later alternatives
+                if c.get(i + 1) == Some(&'?') {
+                    let letters = c[i + 2..]
+                        .iter()
+                        .take_while(|ch| ch.is_ascii_alphabetic() || **ch == '-')
+                        .count();
+                    if letters > 0 && c.get(i + 2 + letters) == Some(&')') {
+                        new_flags.push_str(&text(i, i + 3 + letters));
+                        i += 3 + letters;
+                        item = at;
+                        continue;
+                    }
+                }
+                // the whole group is one item
+                let mut d = 0usize;
+                while i < n {
+                    match c[i] {
+                        '\\' => i += 1,
+                        '[' => {
+                            i += 1;
+                            if c.get(i) == Some(&'^') {
+                                i += 1;
+                            }
+                            while i < n && c[i] != ']' {
+                                i += if c[i] == '\\' { 2 } else { 1 };
+                            }
+                        }
+                        '(' => d += 1,
+                        ')' => {
+                            d -= 1;
+                            if d == 0 {
+                                break;
+                            }
+                        }
+                        _ => {}
+                    }
+                    i += 1;
+                }
+                i = (i + 1).min(n);
+            }
+            _ => i += 1,
+        }
+        item = at;
     }
-    Ok(())
+    out
 }
 
 /// The error for a pattern that matched the empty string at character `at` of a text (not at
@@ -263,7 +842,6 @@ mod tests {
                 assert_eq!(h.join().unwrap(), here);
             }
         });
-        assert!(g.per_thread.iter().count() >= 2);
     }
 
     #[test]
@@ -278,8 +856,8 @@ mod tests {
                 .starts_with("script_pattern matched the empty string (at character 1 "),
             "{err}"
         );
-        // (right after a match too: the iterator of `fancy-regex` passed over that one)
-        let g = Generic::new(r"\w+|(?<=\w)(?=@)|\W", "pattern").unwrap();
+        // (right after a match too)
+        let g = Generic::new(r"\w+|(?=@)|\W", "pattern").unwrap();
         assert_eq!(pieces(&g, "ab "), ["ab", " "]);
         let err = g.for_each("é@", &mut |_| {}).unwrap_err();
         assert!(err.to_string().contains("at character 1 "), "{err}");
@@ -318,6 +896,77 @@ mod tests {
         assert!(pattern_size(&format!("x{{{}}}", "9".repeat(5000))) > MAX_PATTERN_SIZE);
         assert!(pattern_size("((x{1000}){1000})") > MAX_PATTERN_SIZE);
         assert_eq!(pattern_size("x{,}"), 4); // not a repeat: four literal characters
+    }
+
+    #[test]
+    fn what_the_linear_matcher_refuses() {
+        for (p, says) in [
+            (r"\w+|(?<=\w)x", "a look-behind"),
+            (r"(?:a(?!b))|c", "a look-ahead that is not"),
+            (r"a(?!bc)|c", "a look-ahead that is not"),
+            (r"(?=a)b|c", "a look-ahead that is not"),
+            (r"(a)\1", "a backreference"),
+            (r"a++|b", "a possessive quantifier"),
+            (r"a{2}+|b", "a possessive quantifier"),
+            (r"(?>a)|b", "an atomic group"),
+            (r"\bx", "a word boundary"),
+            (r"a$b|c", "an end anchor"),
+            (r"(?:a$)|c", "an end anchor"),
+            (r"(?x) a (?=b)", "verbose mode"),
+        ] {
+            let e = Generic::new(p, "pattern").err().expect(p).to_string();
+            assert!(e.starts_with(&format!("pattern uses {says}")), "{p}: {e}");
+        }
+        for p in [
+            r"a+b|a",
+            r"\w+(?=X)|\w|\s+|\W",
+            r"a+?(?![a-c])|.",
+            r"[(?=]a|\(",
+            r"\w+$|\s",
+            r"(?#(?=x))a",
+        ] {
+            assert!(costly_construct(p).is_none(), "{p}");
+        }
+    }
+
+    #[test]
+    fn look_aheads_and_end_anchors_cut_as_a_backtracking_engine_does() {
+        for (p, text, want) in [
+            (
+                r"\w+(?=X)|\w|\s+|\W",
+                "aaXa bX",
+                &["aa", "X", "a", " ", "b", "X"][..],
+            ),
+            (r"\s+(?!\S)|\s+|\S+", "a   b  ", &["a", "  ", " ", "b", "  "][..]),
+            (r"\w+$|\w|\s", "ab\ncd\n", &["a", "b", "\n", "cd", "\n"][..]),
+            (r"\w+$|\s+$|\w|\s", "ab \n", &["a", "b", " \n"][..]),
+            (r"(?m)\w+$|\w|\s", "ab\ncd", &["ab", "\n", "cd"][..]),
+            (r"\w+\Z|\w|\s", "ab\ncd", &["a", "b", "\n", "cd"][..]),
+            (r"(?i)x+(?=y)|.", "XxY", &["Xx", "Y"][..]),
+            (r"\p{L}+(?![\p{L}\d])|\S", "ab1 cd", &["a", "b", "1", "cd"][..]),
+        ] {
+            let g = Generic::new(p, "pattern").unwrap();
+            assert_eq!(pieces(&g, text), want, "{p} on {text:?}");
+        }
+    }
+
+    #[test]
+    fn the_memo_makes_a_quadratic_pattern_linear() {
+        // each search scans to the end of the run of `a`; with the memo, later searches stop
+        // where they join the first one
+        let g = Generic::new(r"a+b|a", "pattern").unwrap();
+        let text = "a".repeat(200_000) + "b";
+        let mut n = 0;
+        g.for_each(&text, &mut |p| {
+            n += 1;
+            assert!(p == "a" || p.len() > 1);
+        })
+        .unwrap();
+        assert_eq!(n, 1);
+        let text = "a".repeat(200_000);
+        let mut n = 0;
+        g.for_each(&text, &mut |_| n += 1).unwrap();
+        assert_eq!(n, 200_000);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! * [`gpt4o`]: hand-written matchers for the two built-in patterns (the hot path);
 //! * [`cl100k`], [`gpt2`]: hand-written matchers for the GPT-4 (`cl100k_base`, minbpe) and
 //!   GPT-2 patterns, chosen when a pattern equals one of their spellings exactly;
-//! * [`generic`]: any other pattern, through `fancy-regex`;
+//! * [`generic`]: any other pattern, on a memoized lazy DFA (linear in the text);
 //! * [`Pretokenizer::for_each`]: simple mode, or script-aware mode that first cuts the text
 //!   into single-script runs.
 

@@ -254,6 +254,183 @@ _NOTHING = ("every match must hold at least one character; change the alternativ
             "match nothing (such as \\w* or a look-ahead alone)")
 
 
+#: The patterns with hand-written matchers in the Rust core (``src/pretokenize/``), which run in
+#: linear time whatever constructs they use: the two built-in patterns, ``cl100k_base`` and
+#: minbpe's GPT-4 split pattern, GPT-2's (as OpenAI, minbpe and ``r50k_base`` spell it).
+HAND_WRITTEN = frozenset([
+    GPT4O,
+    SCRIPT_SPECIFIC_GPT4O,
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
+    r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,3}|"""
+    r""" ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+""",
+    r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""",
+    r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""",
+    r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s""",
+])
+
+_HEX_DIGITS = {"x": 2, "u": 4, "U": 8}
+
+
+def _one_character_end(p: str, i: int) -> int:
+    """Where the atom at ``p[i]`` ends when it matches exactly one character (a character, an
+    escaped character, a class escape such as ``\\s`` or ``\\p{L}``, or a set), else -1.  The
+    same walk as ``one_character_end`` in ``src/pretokenize/generic.rs``."""
+    n = len(p)
+    if i >= n:
+        return -1
+    c = p[i]
+    if c == "\\":
+        if i + 1 >= n:
+            return -1
+        e = p[i + 1]
+        if e in "pPxN" and p[i + 2:i + 3] == "{":
+            close = p.find("}", i + 3)
+            return -1 if close < 0 else close + 1
+        if e in "pP":
+            return i + 3 if i + 2 < n else -1
+        if e in _HEX_DIGITS:
+            end = i + 2 + _HEX_DIGITS[e]
+            return end if end <= n else -1
+        if e in "wWdDsSntrfv" or not (e.isascii() and e.isalnum()):
+            return i + 2
+        return -1
+    if c == "[":
+        j = i + 1
+        if p[j:j + 1] == "^":
+            j += 1
+        if p[j:j + 1] == "]":
+            j += 1
+        while j < n and p[j] != "]":
+            j += 2 if p[j] == "\\" else 1
+        return j + 1 if j < n else -1
+    if c in "\\^$.|?*+()[]{}":
+        return -1
+    return i + 1
+
+
+def _at_alternative_end(p: str, i: int, depth: int) -> bool:
+    """Does a top-level alternative end at ``p[i]`` (a ``|`` or the end of the pattern)?"""
+    return depth == 0 and p[i:i + 1] in ("|", "")
+
+
+def costly_construct(pattern: str) -> str | None:
+    r"""The first construct of ``pattern`` that the linear matcher does not run (its description),
+    or None.  The same walk as ``costly_construct`` in ``src/pretokenize/generic.rs``.
+
+    Refused: look-behind; a look-ahead other than ``(?=C)`` or ``(?!C)`` with ``C`` one
+    character (a character, a class escape, a ``\p{..}`` class or a set) standing at the end of a
+    top-level alternative; ``$``, ``\Z`` and ``\z`` elsewhere than there; backreferences;
+    atomic groups, possessive quantifiers, conditionals and recursion; ``\b``, ``\B`` and
+    ``\G``; verbose mode (``(?x)``) together with such an ending look-ahead or end anchor.
+    Escapes and sets are skipped; comments are not told apart, except ``(?#..)``.
+
+    >>> costly_construct(r"\w+(?=X)|\w|\s+|\W") is None, costly_construct(r"\w+(?=X)\w|\w")
+    (True, 'a look-ahead that is not one character at the end of a top-level alternative')
+    """
+    p, n = pattern, len(pattern)
+    i, depth = 0, 0
+    after_repeat = False   # the last item was a quantifier (a "+" after it is possessive)
+    ending, verbose = False, False
+    while i < n:
+        c = p[i]
+        if c == "\\":
+            e = p[i + 1:i + 2]
+            if e and e in "123456789g":
+                return "a backreference"
+            if e and e in "bBG":
+                return r"a word boundary or search anchor (\b, \B, \G)"
+            if e and e in "Zz":
+                if not _at_alternative_end(p, i + 2, depth):
+                    return r"an end anchor ($, \Z, \z) that is not at the end of a top-level alternative"
+                ending = True
+            i += 2
+            if e and e in "pPxN" and p[i:i + 1] == "{":
+                close = p.find("}", i)
+                i = n if close < 0 else close + 1
+            after_repeat = False
+            continue
+        if c == "[":
+            end = _one_character_end(p, i)
+            i = n if end < 0 else end
+            after_repeat = False
+            continue
+        if c == "(":
+            after_repeat = False
+            if p.startswith("(?#", i):
+                close = p.find(")", i)
+                i = n if close < 0 else close + 1
+                continue
+            if p.startswith("(?=", i) or p.startswith("(?!", i):
+                end = _one_character_end(p, i + 3)
+                if end > 0 and p[end:end + 1] == ")" and _at_alternative_end(p, end + 1, depth):
+                    ending = True
+                    i = end + 1
+                    continue
+                return "a look-ahead that is not one character at the end of a top-level alternative"
+            if p.startswith("(?<=", i) or p.startswith("(?<!", i):
+                return "a look-behind"
+            if p.startswith("(?", i):
+                k = p[i + 2:i + 3]
+                if k == ">":
+                    return "an atomic group"
+                if k == "(":
+                    return "a conditional group"
+                after = p[i + 3:i + 4]
+                if (p.startswith("(?P=", i) or p.startswith("(?P>", i) or k in ("&", "R", "+")
+                        or (k.isascii() and k.isdigit()) or (k == "-" and after.isascii() and after.isdigit())):
+                    return "a backreference or recursion"
+                j = i + 2
+                while j < n and (p[j].isascii() and p[j].isalpha() or p[j] == "-"):
+                    j += 1
+                if j < n and p[j] in ":)" and "x" in p[i + 2:j].split("-")[0]:
+                    verbose = True
+                i += 2
+            else:
+                i += 1
+            depth += 1
+            continue
+        if c == ")":
+            depth = max(depth - 1, 0)
+            i += 1
+            after_repeat = False
+            continue
+        if c == "$":
+            if not _at_alternative_end(p, i + 1, depth):
+                return r"an end anchor ($, \Z, \z) that is not at the end of a top-level alternative"
+            ending = True
+            i += 1
+            after_repeat = False
+            continue
+        if c in "*+?":
+            if after_repeat and c == "+":
+                return "a possessive quantifier"
+            after_repeat = not after_repeat
+            i += 1
+            continue
+        if c == "{" and (m := regex.match(r"\{([0-9]*)(?:,([0-9]*))?\}", p[i:])) and any(m.groups()):
+            after_repeat = True
+            i += m.end()
+            continue
+        after_repeat = False
+        i += 1
+    if verbose and ending:
+        return r"verbose mode (?x) with a look-ahead or an end anchor ending an alternative"
+    return None
+
+
+def refuse_costly_patterns(pattern: str, what: str) -> None:
+    """Refuse a pattern the Rust core cannot match in time linear in the text (see
+    :func:`costly_construct`; the patterns of :data:`HAND_WRITTEN` are exempt), with the same
+    message as the Rust core."""
+    if pattern in HAND_WRITTEN:
+        return
+    found = costly_construct(pattern)
+    if found is not None:
+        raise ValueError(f"{what} uses {found}, which superword does not accept: encoding with it "
+                         f"could take time quadratic in the text (docs/algorithm.md, section 8.1)")
+
+
 def refuse_empty_matches(compiled: regex.Pattern[str], what: str) -> None:
     r"""Refuse a pattern that matches the empty string in an empty text or at a character of
     :data:`PROBE`, wherever the pattern comes in (``pattern=``, model, count, minbpe,
@@ -264,6 +441,7 @@ def refuse_empty_matches(compiled: regex.Pattern[str], what: str) -> None:
     Traceback (most recent call last):
     ValueError: pattern matches the empty string (it does in an empty text): every match must ...
     """
+    refuse_costly_patterns(compiled.pattern, what)
     if compiled.match("") is not None:
         raise ValueError(f"{what} matches the empty string (it does in an empty text): {_NOTHING}")
     for n in range(len(PROBE)):
