@@ -22,6 +22,7 @@ from ._specials import (
     DisallowedSpecial,
     SpecialPolicy,
     _check_text,
+    check_loaded_special_tokens,
     check_new_special_tokens,
     check_special_ids,
 )
@@ -111,6 +112,7 @@ class Tokenizer:
             tok = cls(_extend_core.load(path, backend), backend)
         else:
             tok = cls(core_of(backend).Tokenizer.load(path, greedy_split), backend)
+        check_loaded_special_tokens(tok._impl.special_tokens, path, path)
         if os.path.exists(_provenance.sidecar_path(path)):
             tok.provenance = _provenance.read(path, tok.model_text())
         return tok
@@ -566,6 +568,7 @@ def _restore(fmt: object, state: object) -> Tokenizer:
     except (KeyError, TypeError) as exc:
         raise ValueError(f"this pickle of a superword.Tokenizer lacks what superword {__version__} "
                          f"needs ({exc!r}): it was made by another version of superword") from None
+    check_loaded_special_tokens(impl.special_tokens, _PICKLE_NAME)
     tok = Tokenizer(impl, backend)
     tok.provenance = provenance
     return tok
