@@ -69,6 +69,14 @@ pub fn parse(text: &str, name: &str) -> Result<Ranks> {
     if ranks.is_empty() {
         return Err(Error::Value(format!("{name}: no tokens (an empty ranks file)")));
     }
+    // a text can need any byte UTF-8 uses, and encoding falls back on single bytes: a file
+    // without one of them is refused here, not at the first text that needs it
+    if let Some(b) = crate::tokens::byte_token_values().find(|&b| !ranks.contains_key(&[b][..])) {
+        return Err(Error::Value(format!(
+            "{name}: no token is the single byte 0x{b:02X}; every byte UTF-8 text can hold must \
+             be a token, or a text holding it could not be encoded"
+        )));
+    }
     let limit = id_limit(ranks.len());
     if u64::from(top.0) >= limit {
         return Err(Error::Value(format!(

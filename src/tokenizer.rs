@@ -452,9 +452,11 @@ mod tests {
         assert!(t.is_superword(3).is_err());
         assert!(t.dumps().is_err());
         assert_eq!(t.dumps_ngrams(), None);
-        let back = crate::ranks::parse(&t.dumps_tiktoken().unwrap(), "x").unwrap();
-        assert_eq!(back.vocab.len(), 3);
-        assert_eq!(back.ranks[&b"ab".to_vec()], 5);
+        // (written as it is; reading it back is refused, for it lacks most byte tokens)
+        let text = t.dumps_tiktoken().unwrap();
+        assert_eq!(text.lines().count(), 3);
+        assert!(text.lines().any(|line| line == "YWI= 5"));
+        assert!(crate::ranks::parse(&text, "x").is_err());
         let t = t.with_special_tokens(vec!["<|x|>".into()]).unwrap();
         assert_eq!(t.special_tokens()[1], ("<|x|>".to_string(), 10));
         assert!(t

@@ -288,7 +288,7 @@ def test_the_cli_trains_over_a_base_and_stats_shows_the_base_beside_it(bpe_base,
 
 def test_a_base_that_is_not_byte_level_bpe_is_refused(tmp_path):
     path = ranks_file(tmp_path, ["ab"], bytes_=range(0x20, 0x7F))
-    with pytest.raises(ValueError, match="not a byte-level BPE.*byte 0x00"):
+    with pytest.raises(ValueError, match=r"small\.tiktoken: no token is the single byte 0x00"):
         superword.train(["ab ab"], algorithm="superbpe", base=path, pattern=SIMPLE, supermerges=1)
     boundless = superword.train(taylor(), 600, "boundless")
     with pytest.raises(ValueError, match="has supermerges already"):

@@ -86,9 +86,9 @@ def test_a_missing_byte_token_is_named(tmp_path, model_text, backend):
     body = [line for line in lines[3:3 + n] if line.split(" ")[1] != "a"]
     body = [f"{i} {' '.join(line.split(' ')[1:])}" for i, line in enumerate(body)]
     text = "\n".join(lines[:2] + [str(n - 1)] + body + lines[3 + n:])
-    with pytest.raises(ValueError, match=r"b'a'"):
-        tok = load_text(tmp_path, text, backend)
-        tok.encode_ordinary("a cat")
+    # refused at load, naming the vocabulary's line, not at the first text holding an "a"
+    with pytest.raises(ValueError, match=r"m\.model, line 3: the vocabulary lacks the byte token \"a\""):
+        load_text(tmp_path, text, backend)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -326,13 +326,33 @@ def test_a_megabyte_of_mixed_text_round_trips(hostile_text_models):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_a_rank_file_without_some_bytes_names_them_when_encoding(tmp_path, backend):
+def test_a_rank_file_without_some_bytes_is_refused_at_load_naming_the_byte(tmp_path, backend):
+    # (it loaded, and failed at the first text holding a byte it lacks)
     path = tmp_path / "r.tiktoken"
     path.write_text("YQ== 0\nYg== 1\n", encoding="utf-8")
-    tok = superword.Tokenizer.from_tiktoken(path, r"\w+", backend=backend)
-    assert tok.encode_ordinary("ab") == [0, 1]
-    with pytest.raises(ValueError, match=r"no token for the bytes \[120\]"):
-        tok.encode_ordinary("abx")
+    with pytest.raises(ValueError, match=r"r\.tiktoken: no token is the single byte 0x00"):
+        superword.Tokenizer.from_tiktoken(path, r"\w+", backend=backend)
+    lines = [f"{base64.b64encode(bytes([b])).decode()} {b}" for b in range(256) if b != 0x78]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"r\.tiktoken: no token is the single byte 0x78"):
+        superword.Tokenizer.from_tiktoken(path, r"\w+", backend=backend)
+    # the bytes UTF-8 never uses may be missing: no text can need them
+    lines = [f"{base64.b64encode(bytes([b])).decode()} {b}" for b in range(256) if b not in (0xC0, 0xFF)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    tok = superword.Tokenizer.from_tiktoken(path, r"\w+|\s+|[^\w\s]+", backend=backend)
+    assert tok.decode(tok.encode_ordinary("abx é")) == "abx é"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_tokenizer_json_without_a_byte_token_is_refused_at_load(tmp_path, backend):
+    tok = superword.train(DOCS, 280, "bpe", script_aware=False, backend="rust")
+    tok.save_hf(tmp_path / "hf")
+    path = tmp_path / "hf" / "tokenizer.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    del data["model"]["vocab"]["x"]  # (no merge uses it)
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"tokenizer\.json: no token is the single byte 0x78"):
+        superword.Tokenizer.from_hf(path, backend=backend)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

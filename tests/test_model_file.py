@@ -1,8 +1,12 @@
 """The model file: round trips for every kind, special tokens, and the n-gram table."""
 from __future__ import annotations
 
+import random
+import re
+
 import pytest
 import superword
+from helpers import GOLDEN
 from superword.reference.model import dumps, read_model
 from superword.reference.tokens import render
 
@@ -94,3 +98,73 @@ def test_an_ngrams_section_of_older_files_loads_and_is_dropped(tmp_path):
     assert split._impl.encoder.ngrams == set(table)
     rust = superword.Tokenizer.load(old, backend="rust")  # the Rust reader accepts it too
     assert rust.encode(DOCS[1]) == plain.encode(DOCS[1])
+
+
+# -- corrupted files: every error names the file and the line, the same way in both backends --
+
+GOLDEN_MODELS = ["taylorswift_400_v600/word.model", "taylorswift_400_v600/boundless.model",
+                 "taylorswift_400_v600/super.model", "taylorswift_400_v600_tau0.9/word.model"]
+_ENTRY = re.compile(r"^\d+ ")
+_BAD_NUMBERS = ["-1", "1e3", "99999999999999999999", "x", "", "0x10", "\u0663", "0" * 30 + "1"]
+
+
+def mutants(lines: list[str], rng: random.Random):
+    """Copies of a model file's lines, each broken once: every line that is not an entry
+    (headers, counts, section names, configs) and a sample of the entries is dropped,
+    doubled, cut short, given a field too many or too few, its first two fields swapped, one
+    of its numbers made hostile, an invalid UTF-8 byte or a carriage return appended."""
+    entries = [i for i, line in enumerate(lines) if _ENTRY.match(line)]
+    picks = sorted({i for i, line in enumerate(lines) if not _ENTRY.match(line)} | set(rng.sample(entries, 12)))
+    for i in picks:
+        line, fields = lines[i], lines[i].split(" ")
+        def put(*new: str, i: int = i) -> list[str]:
+            return lines[:i] + list(new) + lines[i + 1:]
+        yield f"line {i + 1} dropped", put()
+        yield f"line {i + 1} doubled", put(line, line)
+        yield f"line {i + 1} cut short, and the file after it", lines[:i] + [line[:len(line) // 2]]
+        yield f"line {i + 1} with invalid UTF-8", put(line + "\udcff")
+        yield f"line {i + 1} with a carriage return", put(line + "\r")
+        if len(fields) > 1:
+            yield f"line {i + 1} with fields swapped", put(" ".join([fields[1], fields[0], *fields[2:]]))
+            yield f"line {i + 1} with a field more", put(line + " 0")
+            yield f"line {i + 1} with a field less", put(" ".join(fields[:-1]))
+        numbers = [k for k, f in enumerate(fields) if f.isdigit()]
+        for bad in _BAD_NUMBERS if numbers else ():
+            changed = list(fields)
+            changed[rng.choice(numbers)] = bad
+            yield f"line {i + 1} with the number {bad!r}", put(" ".join(changed))
+
+
+@pytest.mark.parametrize("golden", GOLDEN_MODELS)
+def test_every_corrupted_model_file_is_refused_naming_the_file_and_line_in_both_backends(tmp_path, golden):
+    lines = (GOLDEN / golden).read_text(encoding="utf-8").split("\n")
+    path = tmp_path / "corrupt.model"
+    tried = refused = 0
+    problems = []
+    for what, broken in mutants(lines, random.Random(golden)):
+        path.write_bytes("\n".join(broken).encode("utf-8", "surrogateescape"))
+        outcome = []
+        for backend in ("reference", "rust"):
+            try:
+                superword.Tokenizer.load(path, backend=backend)
+                outcome.append(None)
+            except Exception as exc:  # (the checks below say which are allowed)
+                outcome.append(exc)
+        tried += 1
+        if outcome == [None, None]:
+            continue  # e.g. a doubled count line that happens to be a valid vocabulary entry
+        for backend, exc in zip(("reference", "rust"), outcome):
+            if not isinstance(exc, ValueError):
+                problems.append(f"{what}: {backend} gave {exc!r}")
+            elif not re.match(rf"{re.escape(str(path))}, line \d+: ", str(exc)):
+                problems.append(f"{what}: {backend}: {exc}")
+        if all(isinstance(e, ValueError) for e in outcome) and not _same_line(outcome):
+            problems.append(f"{what}: the backends name different lines: {outcome}")
+        refused += 1
+    assert problems == [], "\n".join(problems)
+    assert refused > 0.9 * tried > 250
+
+
+def _same_line(outcome: list[Exception]) -> bool:
+    """Both errors name the same line (their wording may differ)."""
+    return len({str(e).split(":", 1)[0] for e in outcome}) == 1

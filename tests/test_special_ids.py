@@ -11,6 +11,7 @@ import pytest
 import superword
 from superword import _api
 from superword._reference_core import ReferenceRankCore
+from superword._specials import MAX_SPECIAL_LENGTH
 from superword.reference.encode import encode_with_specials
 
 BACKENDS = ["reference", "rust"]
@@ -200,8 +201,11 @@ def test_registering_thousands_of_special_tokens(model_text, tmp_path):
             tok.register_special_tokens(["|>x"])
         with pytest.raises(ValueError, match="already registered"):
             tok.register_special_tokens(["<new>", "<new>"])
-    # a long token next to short ones costs little: overlaps are shorter than both tokens
-    tok.register_special_tokens(["y" * 1_000_000])
+    # a long token next to short ones costs little: overlaps are shorter than both tokens;
+    # longer than MAX_SPECIAL_LENGTH, it is refused (two long ones cost the square of it)
+    tok.register_special_tokens(["y" * MAX_SPECIAL_LENGTH])
+    with pytest.raises(ValueError, match="characters long"):
+        tok.register_special_tokens(["z" * 1_000_000])
 
 
 # -- ranks models ----------------------------------------------------------------------------

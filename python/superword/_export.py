@@ -59,7 +59,7 @@ from typing import Any
 import regex
 
 from . import _hf_folder
-from ._specials import _check_special_overlaps, _lone_surrogate
+from ._specials import _check_special_overlaps, _check_special_text, _lone_surrogate
 from .reference import extend as _ref_extend
 from .reference import model as _model
 from .reference.encode import Encoder, pretokenizer_for
@@ -786,6 +786,10 @@ def _parse_hf(path: str) -> tuple[dict[bytes, int], list[tuple[bytes, bytes]], d
         content = t.get("content") if isinstance(t, dict) else None
         if not isinstance(content, str) or not content:
             raise ValueError(f"{name}: added token {n} has no content (a non-empty string)")
+        try:
+            _check_special_text(content)
+        except ValueError as exc:
+            raise ValueError(f"{name}: added token {n}: {exc}") from None
         if "id" not in t:
             raise ValueError(f"{name}: added token {content!r} has no id")
         i = _hf_id(t["id"], name, f"added token {content!r}")

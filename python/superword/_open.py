@@ -187,7 +187,12 @@ def from_minbpe(path: str, *, backend: str | None = None) -> _api.Tokenizer:
     "merge with the lowest index" whenever no two merges make the same bytes (refused here)."""
     from . import minbpe
     m = minbpe.RegexTokenizer()
-    m.load(path)
+    try:
+        m.load(path)
+    except ValueError as exc:  # (what minbpe's register_special_tokens refuses names no file)
+        if str(exc).startswith(os.fspath(path)):
+            raise
+        raise ValueError(f"{path}: {exc}") from None
     vocab = {i: bytes([i]) for i in range(256)}
     seen = {raw: i for i, raw in vocab.items()}
     for (a, b), idx in sorted(m.merges.items(), key=lambda kv: kv[1]):

@@ -21,6 +21,10 @@ DisallowedSpecial = Literal["all"] | Collection[str]
 _FIXED = (str, type(None), frozenset, tuple)
 #: the most policies a tokenizer keeps (see `SpecialPolicy.kept`)
 _MOST_POLICIES = 64
+#: the longest special token, in characters.  Real ones are a few dozen (``<|endoftext|>``,
+#: ``<|reserved_special_token_250|>``); the overlap check below costs the square of a token's
+#: length, so two special tokens of 200,000 characters took 40 s to register or load.
+MAX_SPECIAL_LENGTH = 1024
 
 
 class _Refused(list[str]):
@@ -175,10 +179,6 @@ def check_new_special_tokens(special: dict[str, int], tokens: list[str]) -> None
     for i, t in enumerate(tokens):
         if not isinstance(t, str):
             raise TypeError(f"special token {i} is {type(t).__name__}, not str")
-        if not t:
-            raise ValueError("a special token cannot be empty")
-        if "\n" in t or "\r" in t:
-            raise ValueError(f"special token {t!r} contains a line break")
         _check_special_text(t)
         if t in seen:
             raise ValueError(f"special token {t!r} is already registered")
@@ -190,7 +190,7 @@ def check_special_ids(special: dict[str, int]) -> None:
     """Refuse special tokens with the ids a ranks file is to give them (see
     :meth:`superword.Tokenizer.from_tiktoken`), naming the first one at fault."""
     for s, i in special.items():
-        if not isinstance(s, str) or not s:
+        if not isinstance(s, str):
             raise ValueError(f"special token {s!r} must be a non-empty str")
         _check_special_text(s)
         _check_int(f"id of special token {s!r}", i)
@@ -201,16 +201,26 @@ def check_special_ids(special: dict[str, int]) -> None:
 
 
 def _check_special_overlaps(tokens: list[str]) -> None:
-    """Reject two special tokens that partly overlap (the end of one is the start of the
-    other, and neither contains the other): where they meet in a text, which one is meant
-    would be ambiguous.  One inside another is fine: the longest match wins (SPEC 7.1).
+    """Reject two special tokens that partly overlap (see `_overlap`)."""
+    if (found := _overlap(tokens)) is not None:
+        a, b, start = found
+        raise ValueError(f"special tokens {a!r} and {b!r} overlap ({start!r} ends one and starts "
+                         f"the other)")
+
+
+def _overlap(tokens: list[str]) -> tuple[str, str, str] | None:
+    """Two special tokens that partly overlap (the end of ``a`` is the start of ``b``, and
+    neither contains the other), with what they share, or ``None``: where they meet in a
+    text, which one is meant would be ambiguous.  One inside another is fine: the longest
+    match wins (SPEC 7.1).
 
     Each token's beginnings are looked up among the other tokens' ends (by hash, so that two
     long tokens do not keep all their ends in memory), instead of comparing every pair of
     tokens: that took 43 s for 3,000 tokens.  An overlap is shorter than both tokens, so
-    no end or beginning longer than the longest other token is looked at."""
+    no end or beginning longer than the longest other token is looked at.  The work still
+    grows with the square of a token's length, which `MAX_SPECIAL_LENGTH` bounds."""
     if len(tokens) < 2:
-        return
+        return None
     longest, second = sorted(map(len, tokens), reverse=True)[:2]
     def reach(t: str) -> int:  # the length of the longest token other than `t`
         return second if len(t) == longest else longest
@@ -229,8 +239,49 @@ def _check_special_overlaps(tokens: list[str]) -> None:
                 if pair not in contained:
                     contained[pair] = a in b or b in a
                 if not contained[pair]:
-                    raise ValueError(f"special tokens {a!r} and {b!r} overlap ({start!r} ends one "
-                                     f"and starts the other)")
+                    return a, b, start
+    return None
+
+
+def check_loaded_special_tokens(special: dict[str, int], name: str, path: str | None = None) -> None:
+    """Apply the rule of :func:`check_new_special_tokens` to the special tokens a file (or a
+    pickle) gave a tokenizer, naming ``name`` and, when ``path`` is a model file that lists
+    them one a line (``special_tokens``, then ``<id> <token>`` lines), the line.  Its reader
+    has already refused what the format itself forbids (a bad id, a token given twice)."""
+    if not special:
+        return
+    def fail(token: str, exc: ValueError) -> ValueError:
+        line = _special_line(path, special[token]) if path is not None else None
+        where = f"{name}, line {line}" if line is not None else name
+        return ValueError(f"{where}: {exc}")
+    for s in special:
+        try:
+            _check_special_text(s)
+        except ValueError as exc:
+            raise fail(s, exc) from None
+    if (found := _overlap(list(special))) is not None:
+        a, b, start = found
+        second = a if special[a] > special[b] else b
+        raise fail(second, ValueError(f"special tokens {a!r} and {b!r} overlap ({start!r} ends one "
+                                      f"and starts the other)"))
+
+
+def _special_line(path: str, ident: int) -> int | None:
+    """The number of the line of ``path`` that gives the special token of id ``ident`` (the
+    line after ``special_tokens`` holds their count), or ``None``.  Only read to word an
+    error."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().split("\n")
+        first = lines.index("special_tokens") + 2
+    except (OSError, ValueError):
+        return None
+    for n in range(first, len(lines)):
+        if not lines[n] or not lines[n][0].isdigit():
+            break
+        if lines[n].startswith(f"{ident} "):
+            return n + 1
+    return None
 
 
 # -- text that UTF-8 can hold ------------------------------------------------------------------
@@ -246,9 +297,18 @@ def _lone_surrogate(text: str) -> tuple[str, int] | None:
 
 
 def _check_special_text(token: str) -> None:
-    """A special token must be text UTF-8 can hold: one with a lone surrogate was refused by the
-    Rust core with Python's bare UnicodeEncodeError, and taken by the reference, whose decode
-    and save then failed."""
+    """The checks of one special token's text, the same at every door (docs/algorithm.md 8.1):
+    not empty; at most `MAX_SPECIAL_LENGTH` characters; no line break (a model file gives
+    each special token a line of its own); and text UTF-8 can hold (one with a lone surrogate
+    was refused by the Rust core with Python's bare UnicodeEncodeError, and taken by the
+    reference, whose decode and save then failed)."""
+    if not token:
+        raise ValueError("a special token cannot be empty")
+    if len(token) > MAX_SPECIAL_LENGTH:
+        raise ValueError(f"special token {token[:24]!r}... is {len(token):,} characters long; a "
+                         f"special token may have at most {MAX_SPECIAL_LENGTH:,}")
+    if "\n" in token or "\r" in token:
+        raise ValueError(f"special token {token!r} contains a line break")
     if (found := _lone_surrogate(token)) is not None:
         raise ValueError(f"special token {token!r} contains a lone surrogate {found[0]}; it cannot "
                          f"be encoded as UTF-8")

@@ -22,6 +22,7 @@ from ._specials import (
     DisallowedSpecial,
     SpecialPolicy,
     _check_text,
+    check_loaded_special_tokens,
     check_new_special_tokens,
     check_special_ids,
 )
@@ -105,12 +106,21 @@ class Tokenizer:
         if not isinstance(greedy_split, bool):
             raise TypeError(f"greedy_split must be True or False, got {type(greedy_split).__name__}")
         path = os.fspath(path)
-        if _extend_core.is_extension_file(path):  # superwords over a base tokenizer (SPEC 10)
-            if greedy_split:
-                raise ValueError(f"{path}: an extension model has no n-gram table; load it without greedy_split")
-            tok = cls(_extend_core.load(path, backend), backend)
-        else:
-            tok = cls(core_of(backend).Tokenizer.load(path, greedy_split), backend)
+        try:
+            if _extend_core.is_extension_file(path):  # superwords over a base tokenizer (SPEC 10)
+                if greedy_split:
+                    raise ValueError(f"{path}: an extension model has no n-gram table; load it "
+                                     f"without greedy_split")
+                tok = cls(_extend_core.load(path, backend), backend)
+            else:
+                tok = cls(core_of(backend).Tokenizer.load(path, greedy_split), backend)
+        except ValueError as exc:
+            # what the model's checks find after reading it (a pattern that does not compile,
+            # a model whose deletions cannot be resolved) is still about this file
+            if path in str(exc):
+                raise
+            raise ValueError(f"{path}: {exc}") from None
+        check_loaded_special_tokens(tok._impl.special_tokens, path, path)
         if os.path.exists(_provenance.sidecar_path(path)):
             tok.provenance = _provenance.read(path, tok.model_text())
         return tok
@@ -556,13 +566,22 @@ def _restore(fmt: object, state: object) -> Tokenizer:
             impl = _extend_core.loads(state["model"], _PICKLE_NAME, backend)
         elif "ranks" in state:
             special = [(str(s), int(i)) for s, i in state["special_tokens"]]
-            impl = maker.loads_tiktoken(state["ranks"], state["pattern"], special, _PICKLE_NAME)
+            try:
+                if len(dict(special)) != len(special):
+                    raise ValueError("a special token appears twice")
+                check_special_ids(dict(special))
+                impl = maker.loads_tiktoken(state["ranks"], state["pattern"], special, _PICKLE_NAME)
+            except ValueError as exc:
+                if _PICKLE_NAME in str(exc):
+                    raise
+                raise ValueError(f"{_PICKLE_NAME}: {exc}") from None
         else:
             impl = maker.loads(state["model"], state["ngrams"], bool(state["greedy_split"]), _PICKLE_NAME)
         provenance = None if state["provenance"] is None else json.loads(state["provenance"])
     except (KeyError, TypeError) as exc:
         raise ValueError(f"this pickle of a superword.Tokenizer lacks what superword {__version__} "
                          f"needs ({exc!r}): it was made by another version of superword") from None
+    check_loaded_special_tokens(impl.special_tokens, _PICKLE_NAME)
     tok = Tokenizer(impl, backend)
     tok.provenance = provenance
     return tok

@@ -424,6 +424,7 @@ pub fn loads(text: &str, name: &str) -> Result<Model> {
     .ok_or_else(|| lines.error(format!("not a BoundlessBPE v2 model (header {})", show(header))))?;
     lines.expect("vocabulary")?;
     let n = lines.count("vocabulary entries")?;
+    let count_line = lines.number;
     let room = lines.room(n, 8);
     let (mut vocab, mut counts, mut is_super) = (
         ByteStrings::with_capacity(room),
@@ -445,6 +446,14 @@ pub fn loads(text: &str, name: &str) -> Result<Model> {
         vocab.push(&raw);
         counts.push(f[2].parse().map_err(|_| lines.error("count too large"))?);
         is_super.push(f[3] == "1");
+    }
+    // every byte UTF-8 text can hold is a token (SPEC 2.2): the encoder falls back on them
+    if let Some(b) = crate::tokens::byte_token_values().find(|&b| !seen.contains(&[b][..])) {
+        return Err(Error::Value(format!(
+            "{name}, line {count_line}: the vocabulary lacks the byte token {}; every byte UTF-8 \
+             text can hold must be a token (SPEC 2.2)",
+            show(&render(&[b]))
+        )));
     }
     lines.expect("special_tokens")?;
     // The special tokens take the ids after the vocabulary, one each, as registering gives
@@ -477,11 +486,19 @@ pub fn loads(text: &str, name: &str) -> Result<Model> {
         special_tokens.push((text.to_string(), id as u32));
     }
     lines.expect("words")?;
-    let (settings, _, _, merges, deletions) = read_section(&mut lines)?;
+    let (settings, _, _, merges, merge_lines, deletions) = read_section(&mut lines)?;
+    let deleted: std::collections::HashSet<&[u8]> = deletions.iter().map(|d| d.token.as_slice()).collect();
+    check_merges(
+        name,
+        &merges,
+        &merge_lines,
+        &seen,
+        (!deletions.is_empty()).then_some(&deleted),
+    )?;
     let mut supermerges = Merges::default();
     if kind != Kind::Word {
         lines.expect("superwords")?;
-        let (_, is_sup, superbpe_mode, m, super_deletions) = read_section(&mut lines)?;
+        let (_, is_sup, superbpe_mode, m, m_lines, super_deletions) = read_section(&mut lines)?;
         if !is_sup || superbpe_mode != (kind == Kind::SuperBpe) {
             return Err(lines.error(format!(
                 "superwords config does not match the model kind {}",
@@ -493,6 +510,7 @@ pub fn loads(text: &str, name: &str) -> Result<Model> {
                 "the superwords section has deletions; only the word model (phase 1) can delete tokens (SPEC 9)",
             ));
         }
+        check_merges(name, &m, &m_lines, &seen, None)?;
         supermerges = m;
     }
     let mut ngrams = None;
@@ -527,7 +545,52 @@ fn special_ids(text: &str, first: u64, k: usize) -> String {
     )
 }
 
-type Section = (Settings, bool, bool, Merges, Vec<Deletion>);
+/// A section's config, `is_super`, `superbpe_mode`, merges, the line of each merge, and
+/// deletions.
+type Section = (Settings, bool, bool, Merges, Vec<usize>, Vec<Deletion>);
+
+/// Refuse merges the encoder could not use, naming the merge's line: each makes a vocabulary
+/// token (or, in a section with deletions, `deleted`, a token deleted later), and without
+/// deletions its two halves are vocabulary tokens too.
+fn check_merges(
+    name: &str,
+    merges: &Merges,
+    at: &[usize],
+    vocab: &std::collections::HashSet<Vec<u8>>,
+    deleted: Option<&std::collections::HashSet<&[u8]>>,
+) -> Result<()> {
+    for (m, line) in merges.iter().zip(at) {
+        let made = [m.left, m.right].concat();
+        let error = |what: String| Error::Value(format!("{name}, line {line}: {what}"));
+        match deleted {
+            None => {
+                for half in [m.left, m.right] {
+                    if !vocab.contains(half) {
+                        return Err(error(format!(
+                            "the merge's half {} is not in the vocabulary",
+                            show(&render(half))
+                        )));
+                    }
+                }
+                if !vocab.contains(&made) {
+                    return Err(error(format!(
+                        "the merge makes {}, which is not in the vocabulary",
+                        show(&render(&made))
+                    )));
+                }
+            }
+            Some(deleted) => {
+                if !vocab.contains(&made) && !deleted.contains(made.as_slice()) {
+                    return Err(error(format!(
+                        "the merge makes {}, which is neither in the vocabulary nor deleted",
+                        show(&render(&made))
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
+}
 
 fn read_section(lines: &mut Lines) -> Result<Section> {
     let raw = lines.next("the config JSON")?;
@@ -580,6 +643,7 @@ fn read_section(lines: &mut Lines) -> Result<Section> {
     let n = lines.count("merges")?;
     let mut merges = Merges::with_capacity(lines.room(n, 10));
     let mut merge_at: Vec<usize> = Vec::with_capacity(lines.room(n, 10));
+    let mut merge_lines: Vec<usize> = Vec::with_capacity(lines.room(n, 10));
     for _ in 0..n {
         let f = lines.fields(5, "'<index> <left> <right> <count> <flag>'")?;
         if !is_uint(f[0]) || !is_uint(f[3]) || (f[4] != "0" && f[4] != "1") {
@@ -592,6 +656,7 @@ fn read_section(lines: &mut Lines) -> Result<Section> {
             }
         }
         merge_at.push(index);
+        merge_lines.push(lines.number);
         merges.push(Merge {
             left: &lines.token(f[1])?,
             right: &lines.token(f[2])?,
@@ -632,7 +697,7 @@ fn read_section(lines: &mut Lines) -> Result<Section> {
             total as i64 - 1
         )));
     }
-    Ok((settings, is_super, superbpe_mode, merges, deletions))
+    Ok((settings, is_super, superbpe_mode, merges, merge_lines, deletions))
 }
 
 /// Read a model file.
@@ -644,8 +709,10 @@ pub fn read(path: &str) -> Result<Model> {
             Error::Io(format!("cannot read {path}: {e}"))
         }
     })?;
-    let text = std::str::from_utf8(&bytes)
-        .map_err(|_| Error::Value(format!("{path}: not a model file (invalid UTF-8)")))?;
+    let text = std::str::from_utf8(&bytes).map_err(|e| {
+        let line = bytes[..e.valid_up_to()].iter().filter(|&&b| b == b'\n').count() + 1;
+        Error::Value(format!("{path}, line {line}: not a model file (invalid UTF-8)"))
+    })?;
     loads(text, path)
 }
 

@@ -14,11 +14,13 @@ import tempfile
 import time
 from collections import Counter
 
-FORMATS = ("v2", "minbpe", "tiktoken", "hf", "counts", "sidecar")
+FORMATS = ("v2", "minbpe", "tiktoken", "hf", "counts", "sidecar", "extension")
 BACKENDS = ("rust", "reference")
 CLASSES = ("ok", "refused", "round-trip", "crash", "hang", "memory")
 DOCS = ["the cat sat on the mat", "the dog sat on the log", "今日は良い天気です",
         "naïve café, x\u0301 🙂!"] * 4
+#: special tokens in the seeds, so that mutations reach every reader's special-token door
+SPECIALS = ["<|endoftext|>", "<|pad|>", "<|fim_prefix|>"]
 
 
 def seeds() -> tuple[dict[str, bytes], bytes]:
@@ -29,6 +31,7 @@ def seeds() -> tuple[dict[str, bytes], bytes]:
     out: dict[str, bytes] = {}
     with tempfile.TemporaryDirectory() as folder:
         tok = superword.train(DOCS, 275, "boundless", backend="rust")
+        tok.register_special_tokens(SPECIALS)
         out["v2"] = tok.model_text().encode("utf-8")
         model = out["v2"]
         record = _provenance.make("boundless", {"vocab_size": 275}, [{"name": "docs.txt", "documents": 16,
@@ -38,10 +41,12 @@ def seeds() -> tuple[dict[str, bytes], bytes]:
             out["sidecar"] = f.read()
         m = RegexTokenizer()
         m.train(" ".join(DOCS), 300)
+        m.register_special_tokens({s: 300 + i for i, s in enumerate(SPECIALS)})
         m.save(os.path.join(folder, "mb"))
         with open(os.path.join(folder, "mb.model"), "rb") as f:
             out["minbpe"] = f.read()
         plain = superword.train(DOCS, 275, "bpe", script_aware=False, backend="rust")
+        plain.register_special_tokens(SPECIALS)
         plain.save_hf(os.path.join(folder, "hf"))
         with open(os.path.join(folder, "hf", "tokenizer.json"), "rb") as f:
             out["hf"] = f.read()
@@ -49,8 +54,19 @@ def seeds() -> tuple[dict[str, bytes], bytes]:
         ranks += [f"{base64.b64encode(t.encode()).decode()} {256 + i}"
                   for i, t in enumerate(["th", "the", " c", " cat", "at", " s", " sat"])]
         out["tiktoken"] = ("\n".join(ranks) + "\n").encode()
+        base = superword.Tokenizer.from_tiktoken(_write(
+            os.path.join(folder, "r.tiktoken"), out["tiktoken"]), r" ?\w+| ?[^\w\s]+|\s+",
+            {s: 263 + i for i, s in enumerate(SPECIALS)}, backend="rust")
+        ext = superword.train(DOCS, algorithm="superbpe", base=base, supermerges=2, backend="rust")
+        out["extension"] = ext.model_text().encode("utf-8")
         out["counts"] = superword.count(DOCS, backend="rust").to_bytes()
     return out, model
+
+
+def _write(path: str, data: bytes) -> str:
+    with open(path, "wb") as f:
+        f.write(data)
+    return path
 
 
 _NUMBER = re.compile(rb"\d+")

@@ -15,7 +15,7 @@ import regex
 TEXT = "The cat's 12 naïve café-tests:\n\tdéjà vu, 東京タワー ไทย! emoji 🙂 x\u0301 " * 3
 PATTERN = r"\w+|\s+|[^\w\s]+"
 NAMES = {"v2": "m.model", "minbpe": "m.model", "tiktoken": "r.tiktoken", "hf": "tokenizer.json",
-         "counts": "c.counts", "sidecar": "m.model.json"}
+         "counts": "c.counts", "sidecar": "m.model.json", "extension": "e.model"}
 
 
 def round_trip(tok, pattern: str = "") -> str | None:
@@ -25,6 +25,13 @@ def round_trip(tok, pattern: str = "") -> str | None:
     want = "".join(regex.findall(pattern, TEXT)) if pattern else TEXT
     if back != want:
         return f"decode(encode(text)) differs: {back[:80]!r}"
+    # the special tokens a file gave: each one encodes to its id, and decodes back
+    specials = tok.special_tokens
+    if specials and not pattern:
+        text = TEXT[:40].join(specials) + TEXT[:40]
+        ids = tok.encode(text, allowed_special="all")
+        if tok.decode(ids) != text or not set(specials.values()) <= set(ids):
+            return f"special tokens {sorted(specials)[:3]!r} do not encode and decode back"
     return None
 
 
@@ -34,7 +41,7 @@ def attempt(fmt: str, backend: str, data: bytes, folder: str, model: bytes | Non
     path = os.path.join(folder, NAMES[fmt])
     with open(path, "wb") as f:
         f.write(data)
-    if fmt == "v2":
+    if fmt in ("v2", "extension"):
         return round_trip(superword.Tokenizer.load(path, backend=backend))
     if fmt == "minbpe":
         lines = data.decode("utf-8", errors="replace").split("\n")

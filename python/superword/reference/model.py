@@ -24,7 +24,7 @@ from .._files import write_text_atomic
 from .bpe import NO_DELETIONS_TAU
 from .merging import Deletion, Merge, merge_indices
 from .ngram import MAX_NGRAM
-from .tokens import parse, render
+from .tokens import BYTE_TOKENS, parse, render
 
 KINDS = ("word", "boundless", "superbpe")
 NGRAMS_HEADER = "superword ngrams v1"
@@ -189,7 +189,9 @@ class _Lines:
         line = self.next(f"the number of {what}")
         if not _is_uint(line):
             raise self.error(f"expected the number of {what}, found {_show(line)}")
-        return int(line)
+        if not _fits(line):  # (as the Rust core's 64-bit count)
+            raise self.error(f"number of {what} too large")
+        return _int(line)
 
     def fields(self, n: int, what: str) -> list[str]:
         line = self.next(what)
@@ -221,7 +223,13 @@ def read_model(path: str | os.PathLike[str]) -> Model:
         with open(name, encoding="utf-8", newline="\n") as f:
             return _read(_Lines(f, name))
     except UnicodeDecodeError:
-        raise ValueError(f"{name}: not a model file (invalid UTF-8)") from None
+        with open(name, "rb") as f:
+            data = f.read()
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = data.count(b"\n", 0, exc.start) + 1
+        raise ValueError(f"{name}, line {line}: not a model file (invalid UTF-8)") from None
 
 
 def _read(lines: _Lines) -> Model:
@@ -233,7 +241,9 @@ def _read(lines: _Lines) -> Model:
     lines.expect("vocabulary")
     vocab, counts, is_super = [], [], []
     seen: set[bytes] = set()
-    for i in range(lines.count("vocabulary entries")):
+    n = lines.count("vocabulary entries")
+    count_line = lines.number
+    for i in range(n):
         ident, token, count, sup = lines.fields(4, "'<id> <token> <count> <is_super>'")
         if ident != str(i) or not _is_uint(count) or sup not in ("0", "1"):
             raise lines.error(f"bad vocabulary entry (expected id {i}, a count and 0 or 1)")
@@ -242,8 +252,14 @@ def _read(lines: _Lines) -> Model:
             raise lines.error(f"token {_show(token)} appears twice in the vocabulary")
         seen.add(raw)
         vocab.append(raw)
-        counts.append(int(count))
+        counts.append(_count(lines, count))
         is_super.append(sup == "1")
+    # every byte UTF-8 text can hold is a token (SPEC 2.2): the encoder falls back on them
+    missing = next((b for b in BYTE_TOKENS if b not in seen), None)
+    if missing is not None:
+        raise ValueError(f"{lines.name}, line {count_line}: the vocabulary lacks the byte token "
+                         f"{_show(render(missing))}; every byte UTF-8 text can hold must be a token "
+                         f"(SPEC 2.2)")
     lines.expect("special_tokens")
     # The special tokens take the ids after the vocabulary, one each, as registering gives
     # them (the vocabulary size counts them so, and decoding finds them so): with n tokens
@@ -271,11 +287,11 @@ def _read(lines: _Lines) -> Model:
         ids.add(int(ident))
     special = dict(sorted(special.items(), key=lambda item: item[1]))  # in id order, as Rust's
     lines.expect("words")
-    settings, _, _, merges, deletions = _read_section(lines, vocab)
+    settings, _, _, merges, deletions = _read_section(lines, seen)
     supermerges: list[Merge] = []
     if kind != "word":
         lines.expect("superwords")
-        _, is_sup, superbpe_mode, supermerges, super_deletions = _read_section(lines, vocab)
+        _, is_sup, superbpe_mode, supermerges, super_deletions = _read_section(lines, seen, True)
         if not is_sup or superbpe_mode != (kind == "superbpe"):
             raise lines.error(f"superwords config does not match the model kind {_show(kind)}")
         if super_deletions:
@@ -332,7 +348,7 @@ def _config_fields(config: object) -> tuple[Settings, bool, bool]:
     return settings, boolean("is_super"), boolean("superbpe_mode")
 
 
-def _read_section(lines: _Lines, vocab: list[bytes],
+def _read_section(lines: _Lines, vocab: set[bytes], superwords: bool = False,
                   ) -> tuple[Settings, bool, bool, list[Merge], list[Deletion]]:
     raw = lines.next("the config JSON")
     try:
@@ -349,27 +365,71 @@ def _read_section(lines: _Lines, vocab: list[bytes],
     lines.expect("merges")
     merges: list[Merge] = []
     merge_at: list[int] = []
+    merge_lines: list[int] = []
     for _ in range(lines.count("merges")):
         ident, left, right, count, flag = lines.fields(5, "'<index> <left> <right> <count> <flag>'")
         if not _is_uint(ident) or not _is_uint(count) or flag not in ("0", "1"):
             raise lines.error("bad merge entry (expected an index, two tokens, a count and 0 or 1)")
-        if merge_at and int(ident) <= merge_at[-1]:
+        if not _fits(ident):
+            raise lines.error("merge index too large")
+        if merge_at and _int(ident) <= merge_at[-1]:
             raise lines.error(f"merge index {ident} does not follow {merge_at[-1]}")
-        merge_at.append(int(ident))
+        merge_at.append(_int(ident))
+        merge_lines.append(lines.number)
         merges.append(Merge(_parse_token(lines, left), _parse_token(lines, right),
-                            int(count), flag == "1"))
+                            _count(lines, count), flag == "1"))
     lines.expect("deletions")
     deletions: list[Deletion] = []
     for _ in range(lines.count("deletions")):
         ident, token = lines.fields(2, "'<index> <token>'")
-        if not _is_uint(ident) or (deletions and int(ident) <= deletions[-1].index):
+        if not _is_uint(ident) or not _fits(ident) or (deletions and _int(ident) <= deletions[-1].index):
             raise lines.error(f"bad deletion index {_show(ident)} (indices must increase)")
-        deletions.append(Deletion(int(ident), _parse_token(lines, token)))
+        deletions.append(Deletion(_int(ident), _parse_token(lines, token)))
     if merge_at != merge_indices(merges, deletions) or any(
             d.index >= len(merges) + len(deletions) for d in deletions):
         raise lines.error(f"the {len(merges)} merges and {len(deletions)} deletions above do not "
                           f"use each index 0..{len(merges) + len(deletions) - 1} exactly once")
+    _check_merges(lines.name, merges, merge_lines, vocab,
+                  {d.token for d in deletions} if deletions and not superwords else None)
     return settings, is_sup, superbpe_mode, merges, deletions
+
+
+def _check_merges(name: str, merges: list[Merge], at: list[int], vocab: set[bytes],
+                  deleted: set[bytes] | None) -> None:
+    """Refuse merges the encoder could not use, naming the merge's line: each makes a
+    vocabulary token (or, in a section with deletions, one of ``deleted``, deleted later), and
+    without deletions its two halves are vocabulary tokens too."""
+    for m, line in zip(merges, at):
+        made = m.left + m.right
+        if deleted is None:
+            for half in (m.left, m.right):
+                if half not in vocab:
+                    raise ValueError(f"{name}, line {line}: the merge's half {_show(render(half))} "
+                                     f"is not in the vocabulary")
+            if made not in vocab:
+                raise ValueError(f"{name}, line {line}: the merge makes {_show(render(made))}, which "
+                                 f"is not in the vocabulary")
+        elif made not in vocab and made not in deleted:
+            raise ValueError(f"{name}, line {line}: the merge makes {_show(render(made))}, which is "
+                             f"neither in the vocabulary nor deleted")
+
+
+def _int(digits: str) -> int:
+    """A field of digits as a number, leading zeros and all (`int` refuses a string of more
+    than 4,300 digits, zeros included)."""
+    return int(digits.lstrip("0") or "0")
+
+
+def _fits(digits: str) -> bool:
+    """Whether a field of digits fits the Rust core's 64 bits."""
+    return len(digits.lstrip("0")) <= 20 and _int(digits) < 2**64
+
+
+def _count(lines: _Lines, text: str) -> int:
+    """A count field (digits, checked by the caller) as the Rust core holds it, in 64 bits."""
+    if not _fits(text):
+        raise lines.error("count too large")
+    return _int(text)
 
 
 def _parse_token(lines: _Lines, text: str) -> bytes:

@@ -13,6 +13,8 @@ import base64
 import binascii
 import os
 
+from .tokens import BYTE_TOKENS
+
 
 def read_ranks(path: str | os.PathLike[str]) -> dict[bytes, int]:
     """Parse a ``.tiktoken`` file; a bad line raises ``ValueError`` naming it."""
@@ -43,21 +45,28 @@ def parse_ranks(text: str, name: str) -> dict[bytes, int]:
             raw = base64.b64decode(token, validate=True)
         except (binascii.Error, ValueError):
             raise ValueError(f"{name}, line {number}: the token is not valid base64") from None
-        if not (rank.isascii() and rank.isdigit()) or len(rank) > 10 or int(rank) >= 2**32 - 1:
+        digits = rank.lstrip("0") or "0"  # (leading zeros are taken, as the Rust core's parse takes them)
+        if not (rank.isascii() and rank.isdigit()) or len(digits) > 10 or int(digits) >= 2**32 - 1:
             raise ValueError(f"{name}, line {number}: the rank is not a non-negative integer "
                              f"below 4294967295")
         if not raw:
             raise ValueError(f"{name}, line {number}: empty token")
         if raw in ranks:
             raise ValueError(f"{name}, line {number}: the token appears twice")
-        if int(rank) in seen:
-            raise ValueError(f"{name}, line {number}: rank {rank} appears twice")
-        ranks[raw] = int(rank)
-        seen.add(int(rank))
-        if int(rank) >= top[0]:
-            top = (int(rank), number)
+        if int(digits) in seen:
+            raise ValueError(f"{name}, line {number}: rank {int(digits)} appears twice")
+        ranks[raw] = int(digits)
+        seen.add(int(digits))
+        if int(digits) >= top[0]:
+            top = (int(digits), number)
     if not ranks:
         raise ValueError(f"{name}: no tokens (an empty ranks file)")
+    # a text can need any byte UTF-8 uses, and encoding falls back on single bytes: a file
+    # without one of them is refused here, not at the first text that needs it
+    missing = next((b for b in BYTE_TOKENS if b not in ranks), None)
+    if missing is not None:
+        raise ValueError(f"{name}: no token is the single byte 0x{missing[0]:02X}; every byte UTF-8 "
+                         f"text can hold must be a token, or a text holding it could not be encoded")
     limit = id_limit(len(ranks))
     if top[0] >= limit:
         raise ValueError(f"{name}, line {top[1]}: rank {top[0]} is far beyond the {len(ranks)} tokens "
