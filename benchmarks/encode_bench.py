@@ -49,10 +49,12 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
 CORPUS_NAME = "gutenberg_en_100M.txt.gz"
 
-LIBRARIES = ("superword", "fastokens", "tiktoken")
+# "fastokens-ranks": fastokens loading the 32K BPE's exported ranks (`from_tiktoken`) instead
+# of its `tokenizer.json` (for cl100k the two are one)
+LIBRARIES = ("superword", "fastokens", "fastokens-ranks", "tiktoken")
 # model name -> (row label, libraries that encode it)
 MODELS = {
-    "cl100k": ("cl100k_base", LIBRARIES),
+    "cl100k": ("cl100k_base", ("superword", "fastokens", "tiktoken")),
     "bpe": ("32K BPE, GPT-4o pattern", LIBRARIES),
     "word": ("32K BPE word model (script-aware)", ("superword",)),
     "boundless": ("32K BoundlessBPE", ("superword",)),
@@ -98,14 +100,16 @@ def child(job: dict[str, Any]) -> dict[str, Any]:
         digest.update(ids)
         digest.update(ends)
         del result, ids, ends
-    warm = []
+    warm, warm_cpu = [], []
     for _ in range(job["warm"]):
-        w = time.perf_counter()
+        w, c = time.perf_counter(), time.process_time()
         for chunk in chunks:
             encode(chunk)
         warm.append(time.perf_counter() - w)
+        warm_cpu.append(time.process_time() - c)
     return {"load": load, "first": first_wall, "first_cpu": first_cpu,
-            "warm": statistics.median(warm) if warm else None, "ids": digest.hexdigest()}
+            "warm": statistics.median(warm) if warm else None,
+            "warm_cpu": statistics.median(warm_cpu) if warm else None, "ids": digest.hexdigest()}
 
 
 def make_encoder(lib: str, model: str, files: dict[str, str], threads: int) -> Any:
@@ -116,6 +120,11 @@ def make_encoder(lib: str, model: str, files: dict[str, str], threads: int) -> A
                else superword.Tokenizer.load(files[model]))
         return lambda texts: tok.encode_batch(texts, allowed_special="none", threads=threads,
                                               return_array=True)
+    if lib == "fastokens-ranks":
+        import fastokens
+        fast = fastokens.Tokenizer.from_tiktoken(files[model + "_tiktoken"], pattern=files[model + "_pattern"],
+                                                 special_tokens={})
+        return lambda texts: fast.encode_batch_flat(texts)
     if lib == "fastokens":
         import fastokens
         if model == "cl100k":
@@ -142,7 +151,7 @@ def flat(lib: str, result: Any) -> tuple[bytes, bytes]:
     """A batch result as (ids as little-endian uint32, end of each text's ids as uint64)."""
     import numpy as np
     if lib == "tiktoken":
-        from itertools import chain
+        from itertools import chain  # (only here: a child imports what its library needs)
         ids = np.fromiter(chain.from_iterable(result), dtype="<u4")
         ends = np.cumsum([len(r) for r in result], dtype="<u8")
         return ids.tobytes(), ends.tobytes()
@@ -230,6 +239,9 @@ def main() -> None:
     ap.add_argument("--warm", type=int, default=2, help="passes after the first, for the warm figure (default 2)")
     ap.add_argument("--chunk", type=float, default=10, help="MB of text per batch call (default 10)")
     ap.add_argument("--train-megabytes", type=float, default=20, help="corpus to train the 32K models on")
+    ap.add_argument("--cpu", action="store_true",
+                    help="1-core rows in MB per CPU-second of the child instead of per second "
+                         "(steadier on a busy machine; 2-thread rows stay wall time)")
     ap.add_argument("--workdir", help="keep the texts and models here (reused when present)")
     ap.add_argument("--data", type=Path, default=DATA,
                     help="the shared corpora's folder (default: ../shared/data beside the project)")
@@ -251,7 +263,7 @@ def main() -> None:
         if lib not in LIBRARIES:
             raise SystemExit(f"--libraries: unknown {lib!r} (known: {', '.join(LIBRARIES)})")
         try:
-            __import__(lib)
+            __import__(lib.split("-")[0])
         except ImportError:
             raise SystemExit(f"--libraries: {lib} is not installed (pip install {lib}, "
                              f"or leave it out)") from None
@@ -279,9 +291,10 @@ def main() -> None:
     print(f"Gutenberg prose, one line per document, batch calls of {args.chunk:g} MB, flat ids; "
           f"median of {args.repeat} interleaved rounds, each measurement a fresh process; "
           f"load average {min(loads):.2f}-{max(loads):.2f} (1-minute, {os.cpu_count()} cores).\n")
-    print("MB/s. **first**: the first pass of a fresh process over text it has not seen; "
+    unit = "MB per CPU-second on 1 core (`--cpu`), MB/s at 2 threads" if args.cpu else "MB/s"
+    print(f"{unit}. **first**: the first pass of a fresh process over text it has not seen; "
           f"warm: the median of {args.warm} more passes over the same text in that process; "
-          "load: seconds to load the tokenizer.\n")
+          "load: seconds to load the tokenizer (wall).\n")
     head = "| text | tokenizer | threads | " + " | ".join(f"{lib} **first** / warm / load" for lib in libraries)
     print(head + " | ids identical |")
     print("|---|---|---:|" + "---:|" * len(libraries) + "---|")
@@ -297,9 +310,10 @@ def main() -> None:
                         row.append("")
                         continue
                     hashes.update(x["ids"] for x in runs)
-                    first = mb / statistics.median(x["first"] for x in runs)
+                    cpu = "_cpu" if args.cpu and th == 1 else ""
+                    first = mb / statistics.median(x["first" + cpu] for x in runs)
                     rate[mb, m, th, lib] = first
-                    warms = [x["warm"] for x in runs if x["warm"]]
+                    warms = [x["warm" + cpu] for x in runs if x["warm"]]
                     warm = f"{mb / statistics.median(warms):.1f}" if warms else "-"
                     load = statistics.median(x["load"] for x in runs)
                     row.append(f"**{first:.1f}** / {warm} / {load:.2f}")
