@@ -121,7 +121,7 @@ def make_encoder(lib: str, model: str, files: dict[str, str], threads: int) -> A
         return lambda texts: tok.encode_batch(texts, allowed_special="none", threads=threads,
                                               return_array=True)
     if lib == "fastokens-ranks":
-        import fastokens
+        import fastokens  # type: ignore[import-untyped]
         fast = fastokens.Tokenizer.from_tiktoken(files[model + "_tiktoken"], pattern=files[model + "_pattern"],
                                                  special_tokens={})
         return lambda texts: fast.encode_batch_flat(texts)
@@ -303,7 +303,7 @@ def main() -> None:
         for m in models:
             for th in settings:
                 row = []
-                hashes = set()
+                hashes: set[str] = set()
                 for lib in libraries:
                     runs = results.get((mb, m, th, lib))
                     if not runs:
