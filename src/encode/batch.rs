@@ -139,8 +139,10 @@ pub fn encode<E: Encode + ?Sized>(encoder: &E, texts: &[&str], allowed: &super::
     // outside a pool (a batch of one group, run on the caller's thread) nothing runs in
     // parallel: rayon's global pool is never started (see `crate::threads::parallel`)
     let in_pool = rayon::current_thread_index().is_some();
-    let ends = group_ends(texts, if in_pool { rayon::current_num_threads() } else { 1 });
-    let one = |g: usize| encode_group(encoder, texts, allowed, &ends, g);
+    let threads = if in_pool { rayon::current_num_threads() } else { 1 };
+    let ends = group_ends(texts, threads);
+    let per_thread = bytes_per_thread(texts, threads);
+    let one = |g: usize| encode_group(encoder, texts, allowed, &ends, g, per_thread);
     let groups = if ends.len() == 1 || !in_pool {
         (0..ends.len()).map(one).collect::<Result<Vec<Group>>>()?
     } else {
@@ -152,8 +154,26 @@ pub fn encode<E: Encode + ?Sized>(encoder: &E, texts: &[&str], allowed: &super::
     Ok(Batch { groups })
 }
 
-/// Group `g` of `texts` (its texts end at `ends[g]`, start at `ends[g - 1]`), encoded.
+/// About how many bytes of `texts` each of `threads` threads encodes.
+fn bytes_per_thread(texts: &[&str], threads: usize) -> usize {
+    texts.iter().map(|t| t.len()).sum::<usize>() / threads.max(1)
+}
+
+/// Group `g` of `texts` (its texts end at `ends[g]`, start at `ends[g - 1]`), encoded; each
+/// thread encodes about `per_thread` bytes of the batch (the caches' hint, see
+/// [`super::cache::ahead`]).
 fn encode_group<E: Encode + ?Sized>(
+    encoder: &E,
+    texts: &[&str],
+    allowed: &super::Allowed,
+    ends: &[usize],
+    g: usize,
+    per_thread: usize,
+) -> Result<Group> {
+    super::cache::ahead(per_thread, || encode_texts(encoder, texts, allowed, ends, g))
+}
+
+fn encode_texts<E: Encode + ?Sized>(
     encoder: &E,
     texts: &[&str],
     allowed: &super::Allowed,
@@ -204,6 +224,7 @@ where
 {
     use std::sync::atomic::{AtomicBool, Ordering};
     let ends = group_ends(texts, pool.current_num_threads());
+    let per_thread = bytes_per_thread(texts, pool.current_num_threads());
     let stop = AtomicBool::new(false);
     let (sender, mut receiver) = std::sync::mpsc::channel::<(usize, Result<Group>)>();
     pool.in_place_scope(|scope| {
@@ -212,7 +233,9 @@ where
                 .into_par_iter()
                 .for_each_with(sender, |sender, g| {
                     if !stop.load(Ordering::Relaxed) {
-                        let group = crate::error::catch(|| encode_group(encoder, texts, allowed, &ends, g));
+                        let group = crate::error::catch(|| {
+                            encode_group(encoder, texts, allowed, &ends, g, per_thread)
+                        });
                         // (cannot fail: the receiver outlives the scope)
                         let _ = sender.send((g, group));
                     }

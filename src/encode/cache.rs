@@ -20,7 +20,7 @@
 //! merge it replaces, so results are identical with and without the cache, for any capacity,
 //! thread count or order of texts (`tests` below force tiny tables).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::sync::Arc;
 
 use thread_local::ThreadLocal;
@@ -65,9 +65,15 @@ pub struct Table {
     /// what `map` starts as and is reset to when full: the tokens, or nothing
     seed: Arc<ByteMap>,
     /// a seeded table's second level: a plain table of up to [`SPILL_CAPACITY`] entries
-    /// that takes every pretoken the thread merges too, and is looked up when `map` lacks
-    /// one, before it is merged again (see [`Table::recall`]); made on the first insertion
+    /// that takes every pretoken the thread merged, once the table drops it, and is looked
+    /// up when `map` lacks one, before it is merged again (see [`Table::recall`]); made when
+    /// the table first starts again
     spill: Option<Box<Table>>,
+    /// a seeded table's merged entries since it last started again, for the spill: each
+    /// one's key (its bytes back to back in `log_keys`, ending at the first number) and its
+    /// packed value (see [`Table::spill_log`])
+    log: Vec<(u32, u32)>,
+    log_keys: Vec<u8>,
 }
 
 /// Entries of a table's spill (8 MB of slots, zeroed memory that costs only as the entries
@@ -82,6 +88,15 @@ const LEN_BITS: u32 = 6;
 /// below [`CACHED`]).
 const MOST_IDS: usize = 1 << (31 - LEN_BITS);
 
+/// The ids of a cached entry, `value` (which has [`CACHED`] set), in a table's `ids`.
+#[inline]
+fn entry(ids: &[TokenId], value: u32) -> &[TokenId] {
+    debug_assert!(value & CACHED != 0);
+    let packed = (value & !CACHED) as usize;
+    let start = packed >> LEN_BITS;
+    &ids[start..start + (packed & ((1 << LEN_BITS) - 1))]
+}
+
 impl Table {
     fn new(seed: &Arc<ByteMap>) -> Table {
         Table {
@@ -94,16 +109,15 @@ impl Table {
             ids: Vec::new(),
             seed: seed.clone(),
             spill: None,
+            log: Vec::new(),
+            log_keys: Vec::new(),
         }
     }
 
     /// The ids of a cached entry, `value` (which has [`CACHED`] set).
     #[inline]
     pub fn ids(&self, value: u32) -> &[TokenId] {
-        debug_assert!(value & CACHED != 0);
-        let packed = (value & !CACHED) as usize;
-        let start = packed >> LEN_BITS;
-        &self.ids[start..start + (packed & ((1 << LEN_BITS) - 1))]
+        entry(&self.ids, value)
     }
 
     /// Append the ids of a cached entry, `value`, to `out`.  Most entries are a few ids, and
@@ -143,8 +157,10 @@ impl Table {
         (value & CACHED != 0).then(|| self.ids(value))
     }
 
-    /// Forget every entry (the memory stays).
+    /// Forget every entry (the memory stays); a seeded table's merged entries go to its
+    /// spill.
     fn restart(&mut self) {
+        self.spill_log();
         if self.seed.is_empty() {
             self.map.clear();
         } else {
@@ -197,42 +213,70 @@ impl Table {
     }
 
     /// Remember that `piece`, which is not in the table, encodes to `ids` (ignored for a
-    /// piece over [`MAX_PIECE`] bytes), in the spill too.
+    /// piece over [`MAX_PIECE`] bytes); a seeded table logs it for its spill.
     #[inline]
     pub fn insert(&mut self, piece: &[u8], ids: &[TokenId]) {
         if piece.len() > MAX_PIECE {
             return;
         }
+        let value = self.insert_here(piece, ids);
         if !self.seed.is_empty() {
-            self.spill
-                .get_or_insert_with(|| {
-                    Box::new(Table::new(&Arc::new(ByteMap::with_capacity(SPILL_CAPACITY))))
-                })
-                .insert_here(piece, ids);
+            self.log_keys.extend_from_slice(piece);
+            self.log.push((self.log_keys.len() as u32, value));
         }
-        self.insert_here(piece, ids);
     }
 
-    /// [`Table::insert`] in this table only.
-    fn insert_here(&mut self, piece: &[u8], ids: &[TokenId]) {
-        if piece.len() > MAX_PIECE {
+    /// Put the logged entries in the spill (made now if need be) and empty the log; called
+    /// when the table is about to drop them.
+    ///
+    /// The spill used to take every entry at once, as the table did.  On a first pass over
+    /// text that never fills the table (10 MB of Gutenberg), that was memory written for
+    /// nothing: its 8 MB of slots and its own ids, fresh pages, which the kernel zeroes on
+    /// first touch (perf, cl100k, one core, a fresh process: a third of the first pass's
+    /// samples were `clear_page_erms`, most of them under `Table::insert`).  The log is
+    /// written in order and is a fraction of that; the spill ends up with the same entries
+    /// before it is first read (it is read only for pieces the table lacks, and the table
+    /// lacks a logged piece only once it has started again).
+    fn spill_log(&mut self) {
+        if self.log.is_empty() {
             return;
+        }
+        let spill = self
+            .spill
+            .get_or_insert_with(|| Box::new(Table::new(&Arc::new(ByteMap::with_capacity(SPILL_CAPACITY)))));
+        let mut start = 0;
+        for &(end, value) in &self.log {
+            spill.insert_here(&self.log_keys[start..end as usize], entry(&self.ids, value));
+            start = end as usize;
+        }
+        self.log.clear();
+        self.log_keys.clear();
+    }
+
+    /// [`Table::insert`] in this table only, without the log; returns the entry's packed
+    /// value (0 for a piece that is not kept).
+    fn insert_here(&mut self, piece: &[u8], ids: &[TokenId]) -> u32 {
+        if piece.len() > MAX_PIECE {
+            return 0;
         }
         if self.map.len() >= self.map.room() || self.ids.len() + ids.len() > MOST_IDS {
             self.restart();
         }
         debug_assert!(ids.len() <= MAX_PIECE, "every id stands for at least one byte");
         let packed = |start: usize| CACHED | (start << LEN_BITS | ids.len()) as u32;
-        if !self.map.insert(piece, packed(self.ids.len())) {
+        let mut value = packed(self.ids.len());
+        if !self.map.insert(piece, value) {
             // its long pieces reached `ByteMap::MOST_LONG`: start again (the seed had room)
             self.restart();
-            let fits = self.map.insert(piece, packed(0));
+            value = packed(0);
+            let fits = self.map.insert(piece, value);
             debug_assert!(
                 fits,
                 "the seed leaves room for a piece of at most MAX_PIECE bytes"
             );
         }
         self.ids.extend_from_slice(ids);
+        value
     }
 }
 
@@ -268,6 +312,23 @@ const SEED_MOST_LONG: usize = 32 << 20;
 
 /// Bytes of text a thread encodes before it makes a seeded table (see [`PieceCache::with`]).
 pub const TABLE_AFTER: usize = 1 << 20;
+
+thread_local! {
+    /// Bytes of text the call running on this thread is about to encode here (see [`ahead`]).
+    static AHEAD: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Run `f`, which encodes about `bytes` bytes of text on this thread, with the caches told
+/// so: a thread that is about to encode [`TABLE_AFTER`] bytes or more makes its table at
+/// once instead of after its first megabyte.  (A batch's first megabyte without a table
+/// merged every pretoken that was not a token, each time it came: on 10 MB of Gutenberg,
+/// a tenth of a first pass that was slow for want of the table.)
+pub fn ahead<R>(bytes: usize, f: impl FnOnce() -> R) -> R {
+    let before = AHEAD.with(|a| a.replace(bytes));
+    let out = f();
+    AHEAD.with(|a| a.set(before));
+    out
+}
 
 impl PieceCache {
     /// A cache of `capacity` entries per thread (0 turns it off).
@@ -356,7 +417,7 @@ impl PieceCache {
         };
         if let PerThread::Waiting(seen) = &mut *mine {
             *seen = seen.saturating_add(bytes);
-            if *seen <= self.table_after {
+            if *seen <= self.table_after && AHEAD.with(Cell::get) < self.table_after {
                 drop(mine);
                 return f(None);
             }
@@ -462,5 +523,49 @@ mod tests {
         });
         // a plain cache (minbpe's) makes its table on the first text
         PieceCache::new(4).with(1, |t| assert!(t.is_some()));
+        // told that a megabyte or more is coming, a thread makes its table at once
+        let fresh = PieceCache::seeded(tokens, 4).unwrap();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                ahead(TABLE_AFTER - 1, || fresh.with(1, |t| assert!(t.is_none())));
+                ahead(TABLE_AFTER, || fresh.with(1, |t| assert!(t.is_some())));
+                assert_eq!(AHEAD.with(Cell::get), 0, "the hint ends with its call");
+            });
+        });
+    }
+
+    #[test]
+    fn the_spill_gets_every_merged_entry_a_table_drops_and_nothing_before() {
+        let tokens: [(&[u8], TokenId); 1] = [(b"a", 7)];
+        let cache = PieceCache::seeded(tokens, 3).unwrap().at_once();
+        cache.with(1, |t| {
+            let t = t.unwrap();
+            let long = [b'q'; 30]; // a key kept apart from the slots
+            t.insert(b"ab", &[7, 1]);
+            t.insert(&long, &[5, 6, 7]);
+            assert!(t.spill.is_none(), "no spill before the table first starts again");
+            let mut out = Vec::new();
+            t.ids_or_merge(b"zz", None, &mut out, |b| {
+                b.push(3);
+                Ok::<(), ()>(())
+            })
+            .unwrap();
+            t.insert(b"cd", &[4]); // full: all three go to the spill, "cd" to the new log
+            assert_eq!(t.log.len(), 1);
+            let spill = t.spill.as_deref().expect("made when the table started again");
+            for (k, ids) in [
+                (&b"ab"[..], &[7, 1][..]),
+                (&long[..], &[5, 6, 7][..]),
+                (&b"zz"[..], &[3][..]),
+            ] {
+                assert_eq!(t.get(k), None);
+                assert_eq!(spill.get(k), Some(ids));
+            }
+            assert_eq!(spill.get(b"cd"), None);
+            // a recalled entry is not logged again
+            let mut out = Vec::new();
+            assert!(t.recall(b"ab", &mut out));
+            assert_eq!((out, t.log.len()), (vec![7, 1], 1));
+        });
     }
 }
