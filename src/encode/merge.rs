@@ -671,7 +671,9 @@ mod tests {
             }
             let len = BUCKETED + rng.below(6000) as usize;
             let period = 1 + rng.below(5) as usize;
-            let motif: Vec<TokenId> = (0..period).map(|_| rng.below(alphabet as u64) as TokenId).collect();
+            let motif: Vec<TokenId> = (0..period)
+                .map(|_| rng.below(alphabet as u64) as TokenId)
+                .collect();
             let start: Vec<TokenId> = (0..len)
                 .map(|i| {
                     if round % 2 == 0 || rng.below(50) == 0 {

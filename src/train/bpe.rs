@@ -81,7 +81,13 @@ pub fn train_words(
     // 100 MB of text)
     // (fallibly: one pretoken of hundreds of megabytes makes this the first large allocation)
     let total: usize = words.iter().map(|(w, _)| w.len()).sum();
-    let mut flat: Vec<TokenId> = try_vec(total, &format!("training on {total} bytes of distinct pretokens ({})", longest_pretoken(words)))?;
+    let mut flat: Vec<TokenId> = try_vec(
+        total,
+        &format!(
+            "training on {total} bytes of distinct pretokens ({})",
+            longest_pretoken(words)
+        ),
+    )?;
     let mut ends: Vec<usize> = Vec::with_capacity(words.len());
     for (w, _) in words {
         flat.extend(
@@ -145,6 +151,9 @@ pub fn train_words(
             [(pair.0, 0.0), (pair.1, 0.0)]
         };
         let (merge, id) = state.merge_pair(&mut vocab, pair, count);
+        if let Some(e) = state.take_failure() {
+            return Err(e);
+        }
         merges.push(merge);
         made.push(id);
         if present.len() < vocab.len() {

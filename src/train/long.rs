@@ -62,6 +62,9 @@ pub struct LongSequence {
     tokens: Vec<TokenId>,
     live: usize,
     index: FxHashMap<Pair, Vec<u32>>,
+    /// an allocation a merge could not make (then the sequence is no longer consistent, and
+    /// training stops with this error: see [`LongSequence::take_failure`])
+    failed: Option<Error>,
 }
 
 impl LongSequence {
@@ -80,6 +83,7 @@ impl LongSequence {
             tokens: copy,
             live: tokens.len(),
             index: FxHashMap::default(),
+            failed: None,
         };
         s.build_index()?;
         Ok(s)
@@ -105,6 +109,11 @@ impl LongSequence {
             }
         }
         Ok(())
+    }
+
+    /// The error of a merge that ran out of memory, if one did.
+    pub fn take_failure(&mut self) -> Option<Error> {
+        self.failed.take()
     }
 
     /// The number of tokens.
@@ -149,6 +158,36 @@ impl LongSequence {
         None
     }
 
+    /// Every adjacent pair of live tokens in `windows` that holds `merged`, with the position
+    /// of its left token (overlapping `(t, t)` pairs included: the index lists every place
+    /// a pair may start).
+    fn each_new_pair(&self, windows: &[(u32, u32)], merged: TokenId, f: impl FnMut(Pair, usize)) {
+        Self::each_new_pair_in(&self.tokens, windows, merged, f)
+    }
+
+    fn each_new_pair_in(
+        tokens: &[TokenId],
+        windows: &[(u32, u32)],
+        merged: TokenId,
+        mut f: impl FnMut(Pair, usize),
+    ) {
+        for &(lo, hi) in windows {
+            let (lo, hi) = (lo as usize, hi as usize);
+            let mut left: Option<(TokenId, usize)> = None;
+            for (offset, &t) in tokens[lo..=hi].iter().enumerate() {
+                if t == HOLE {
+                    continue;
+                }
+                if let Some((a, at)) = left {
+                    if a == merged || t == merged {
+                        f((a, t), at);
+                    }
+                }
+                left = Some((t, lo + offset));
+            }
+        }
+    }
+
     /// Replace each non-overlapping occurrence of `pair` by `merged`, left to right.  For every
     /// pair whose count changes, `delta` gets the change times `weight`; `new_pair` is called
     /// with each new pair that holds `merged`.  Returns whether anything changed.
@@ -160,31 +199,35 @@ impl LongSequence {
         delta: &mut FxHashMap<Pair, i64>,
         mut new_pair: impl FnMut(Pair),
     ) -> bool {
-        // 1. the live occurrences, left to right, non-overlapping (positions fit in 32 bits,
-        // checked in `new`: 8 bytes an occurrence, not 16)
-        let mut candidates = self.index.remove(&pair).unwrap_or_default();
-        candidates.sort_unstable();
-        candidates.dedup();
-        let mut occurrences: Vec<(u32, u32)> = Vec::new();
-        for &i in &candidates {
-            let i = i as usize;
-            if self.tokens[i] != pair.0 || occurrences.last().is_some_and(|&(_, j)| j as usize >= i) {
+        // 1. the live occurrences, left to right, non-overlapping: their left positions,
+        // kept in the index's list itself (the right one is the next live position), so that
+        // a merge of n occurrences needs no second array of them
+        let mut occurrences = self.index.remove(&pair).unwrap_or_default();
+        occurrences.sort_unstable();
+        occurrences.dedup();
+        let (mut kept, mut last_right) = (0, None);
+        for k in 0..occurrences.len() {
+            let i = occurrences[k] as usize;
+            if self.tokens[i] != pair.0 || last_right.is_some_and(|j| j >= i) {
                 continue;
             }
             if let Some(j) = self.next(i) {
                 if self.tokens[j] == pair.1 {
-                    occurrences.push((i as u32, j as u32));
+                    occurrences[kept] = i as u32;
+                    kept += 1;
+                    last_right = Some(j);
                 }
             }
         }
-        drop(candidates);
+        occurrences.truncate(kept);
         if occurrences.is_empty() {
             return false;
         }
         // 2. windows around them (first and last position, both live now), joined when they meet
         let mut windows: Vec<(u32, u32)> = Vec::new();
-        for (k, &(i, j)) in occurrences.iter().enumerate() {
-            let (i, j) = (i as usize, j as usize);
+        for (k, &i) in occurrences.iter().enumerate() {
+            let i = i as usize;
+            let j = self.next(i).expect("an occurrence has a right token");
             let stop_left = windows.last().map(|w| w.1 as usize);
             let mut lo = i;
             if let Some(p) = self.prev(i) {
@@ -196,7 +239,7 @@ impl LongSequence {
                     lo = q;
                 }
             }
-            let stop_right = occurrences.get(k + 1).map(|o| o.0 as usize);
+            let stop_right = occurrences.get(k + 1).map(|&o| o as usize);
             let mut hi = j;
             if let Some(n) = self.next(j) {
                 hi = n;
@@ -215,12 +258,15 @@ impl LongSequence {
         // 3. the old windows' pairs go (counted in place: a window can be the whole sequence)
         for &(lo, hi) in &windows {
             let (lo, hi) = (lo as usize, hi as usize);
-            count_live_pairs(&self.tokens[lo..=hi], lo, |p, _| *delta.entry(p).or_insert(0) -= weight);
+            count_live_pairs(&self.tokens[lo..=hi], lo, |p, _| {
+                *delta.entry(p).or_insert(0) -= weight
+            });
         }
-        // 4. merge
-        for &(i, j) in &occurrences {
+        // 4. merge, left to right (each right token is found before any hole is made past it)
+        for &i in &occurrences {
+            let j = self.next(i as usize).expect("an occurrence has a right token");
             self.tokens[i as usize] = merged;
-            self.tokens[j as usize] = HOLE;
+            self.tokens[j] = HOLE;
         }
         self.live -= occurrences.len();
         drop(occurrences);
@@ -234,26 +280,33 @@ impl LongSequence {
                     new_pair(p);
                 }
             });
-            let mut left: Option<(TokenId, usize)> = None;
-            for (offset, &t) in self.tokens[lo..=hi].iter().enumerate() {
-                if t == HOLE {
-                    continue;
-                }
-                if let Some((a, at)) = left {
-                    if a == merged || t == merged {
-                        self.index.entry((a, t)).or_default().push(at as u32);
-                    }
-                }
-                left = Some((t, lo + offset));
+        }
+        // the new pairs' positions, each list grown once to its size (one merge in a long
+        // repeat makes as many new pairs as it merged: growing by doubling would hold 1.5 times
+        // that, and an allocation that fails must be an error, not an abort)
+        let mut added: FxHashMap<Pair, usize> = FxHashMap::default();
+        self.each_new_pair(&windows, merged, |p, _| *added.entry(p).or_insert(0) += 1);
+        for (p, more) in added {
+            if self.index.entry(p).or_default().try_reserve_exact(more).is_err() {
+                self.failed = Some(Error::Memory(format!(
+                    "{}: out of memory (the positions of {more} new pairs could not be allocated)",
+                    what(self.tokens.len())
+                )));
+                return true;
             }
         }
+        let index = &mut self.index;
+        Self::each_new_pair_in(&self.tokens, &windows, merged, |p, at| {
+            index.get_mut(&p).expect("reserved above").push(at as u32)
+        });
         // 6. compact when holes outnumber tokens (each compaction at least halves the length;
-        // the index is rebuilt at its final size, which is never larger than the old one)
+        // the index is rebuilt at its final size)
         if self.live * 2 < self.tokens.len() {
             self.tokens.retain(|&t| t != HOLE);
             self.tokens.shrink_to_fit();
-            self.build_index()
-                .expect("an index no larger than the one it replaces");
+            if let Err(e) = self.build_index() {
+                self.failed = Some(e);
+            }
         }
         true
     }

@@ -7,8 +7,8 @@ use rustc_hash::FxHashMap;
 use super::heap::PairHeap;
 use super::tables::{shard_of, PairInfo, PairTable};
 use super::{MergeState, Seq};
-use crate::tokens::pairs::count_pairs;
 use crate::error::Result;
+use crate::tokens::pairs::count_pairs;
 use crate::tokens::{Pair, TokenId, Vocab, BASE_VOCAB};
 use crate::train::long::{LongSequence, LONG_SEQUENCE};
 
