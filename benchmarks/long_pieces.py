@@ -28,7 +28,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = Path(os.environ.get("SUPERWORD_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 
 #: name -> (setup code, timed code); the code sees `n`, `word(n)`, `folder`, `superword`
 CASES: dict[str, tuple[str, str]] = {
