@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Long pieces: one pretoken of N characters, encoded and trained on (issue 14 item 6).
+"""Long pieces: one pretoken of N characters, encoded and trained on.
 
     python benchmarks/long_pieces.py [--timeout 120] [--only NAME ...]
 
@@ -12,7 +12,11 @@ the limit is shown as ``> LIMIT``.  The long words are letters drawn by a seeded
 Cases: cl100k_base (``Tokenizer.from_tiktoken``, tiktoken's ranks) and minbpe's
 ``GPT4Tokenizer`` encoding 100,000 x "東" and "a"; a BoundlessBPE model and a minbpe
 ``RegexTokenizer`` encoding random words; BPE and BoundlessBPE training on a single word read
-from a file, up to hundreds of megabytes.
+from a file, up to hundreds of megabytes.  A BPE model trained on one line of 20 MB of "ab"
+(its vocabulary holds tokens of megabytes) encoding 2 MB of "ab": the first call builds the
+encoder, which encodes every token alone to find the reachable ones; a superword model on one
+run of 400,000 pretokens; minbpe's ``BasicTokenizer`` on 2 MB of "ab"; BPE training on 50 MB of
+random letters and of one letter.
 """
 from __future__ import annotations
 
@@ -24,7 +28,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = Path(os.environ.get("SUPERWORD_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 
 #: name -> (setup code, timed code); the code sees `n`, `word(n)`, `folder`, `superword`
 CASES: dict[str, tuple[str, str]] = {
@@ -43,12 +47,29 @@ CASES: dict[str, tuple[str, str]] = {
     "BoundlessBPE encode 10 MB random word": (
         "tok = superword.train(taylor_path(), 4000, 'boundless')\ntext = word(10_000_000)",
         "ids = tok.encode(text)"),
+    "BPE model trained on 20 MB of 'ab', first encode of 'ab' x 1,000,000": (
+        "path = repeat_file('ab', 10_000_000)\ntok = superword.train(path, 4000, 'bpe')\n"
+        "text = 'ab' * 1_000_000", "ids = tok.encode(text)"),
+    "BPE model trained on 20 MB of 'ab', again 'ab' x 1,000,000": (
+        "path = repeat_file('ab', 10_000_000)\ntok = superword.train(path, 4000, 'bpe')\n"
+        "text = 'ab' * 1_000_000\ntok.encode(text)", "ids = tok.encode(text)"),
+    "BoundlessBPE encode a 2 MB run of words (one supermerge run)": (
+        "tok = superword.train(taylor_path(), 4000, 'boundless')\ntext = word_run(2_000_000)",
+        "ids = tok.encode(text)"),
+    "minbpe BasicTokenizer encode 'ab' x 1,000,000": (
+        "from superword.minbpe import BasicTokenizer\ntok = BasicTokenizer()\n"
+        "tok.train('ab' * 100_000 + taylor()[:200_000], 256 + 500)\ntext = 'ab' * 1_000_000",
+        "ids = tok.encode(text)"),
     "BPE train, one word of 100 KB": (
         "path = word_file(100_000)", "tok = superword.train(path, 4000, 'bpe')"),
     "BPE train, one word of 1 MB": (
         "path = word_file(1_000_000)", "tok = superword.train(path, 4000, 'bpe')"),
     "BPE train, one word of 10 MB": (
         "path = word_file(10_000_000)", "tok = superword.train(path, 4000, 'bpe')"),
+    "BPE train, one word of 50 MB": (
+        "path = word_file(50_000_000)", "tok = superword.train(path, 4000, 'bpe')"),
+    "BPE train, one line of 50 MB of 'a'": (
+        "path = repeat_file('a', 50_000_000)", "tok = superword.train(path, 4000, 'bpe')"),
     "BPE train, one word of 100 MB": (
         "path = word_file(100_000_000)", "tok = superword.train(path, 32768, 'bpe')"),
     "BPE train, one word of 300 MB": (
@@ -73,6 +94,19 @@ def word_file(n):
         for start in range(0, n, 10_000_000):
             f.write(word(min(10_000_000, n - start), seed=start))
     return path
+def repeat_file(unit, times):
+    """One line: `unit` repeated, no newline."""
+    path = os.path.join(folder, f"word-repeat-{unit}-{times}.txt")
+    with open(path, "w") as f:
+        for start in range(0, times, 1_000_000):
+            f.write(unit * min(1_000_000, times - start))
+    return path
+def word_run(n):
+    """Words of taylorswift.txt joined by single spaces: letters only, one run of pretokens."""
+    import re
+    words = re.findall("[a-z]+", taylor().lower())
+    text = " ".join(words)
+    return (text + " ") * (n // (len(text) + 1)) + text[: n % (len(text) + 1)]
 def taylor_path():
     return os.path.join(DATA, "taylorswift.txt")
 def taylor():

@@ -194,10 +194,20 @@ impl Table {
     #[cold]
     fn new_id(&mut self, pretoken: &str) -> Result<u32> {
         let id = self.counts.len() as u32;
+        // the key first, fallibly: one pretoken can be hundreds of megabytes (a text without
+        // spaces), and running out should be a MemoryError, not an abort
+        let mut key = String::new();
+        key.try_reserve_exact(pretoken.len()).map_err(|_| {
+            Error::Memory(format!(
+                "counting a pretoken of {} bytes (a text without spaces or line breaks): out of memory",
+                pretoken.len()
+            ))
+        })?;
+        key.push_str(pretoken);
         if !self.ids.insert(pretoken.as_bytes(), id) {
             return Err(too_long(PRETOKENS));
         }
-        self.keys.push(pretoken.into());
+        self.keys.push(key.into_boxed_str());
         self.counts.push(0);
         self.has_letter.push(pretoken.chars().any(|c| bits(c) & L != 0));
         Ok(id)

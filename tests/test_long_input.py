@@ -111,3 +111,105 @@ def test_ctrl_c_stops_a_training_on_files_within_a_second(tmp_path):
         proc.kill()
     assert "KeyboardInterrupt" in err and "finished" not in out
     assert waited < 3, f"the interrupt took {waited:.1f} s"
+
+
+# --- one long piece with a word model, a superword model and minbpe (issue 33 item 4) ---
+# Pieces of thousands of tokens take the bucketed merge of src/encode/merge.rs (from 1,024
+# tokens); the reference backend and a plain Python merge loop are the judges.
+
+def _periodic_docs() -> list[str]:
+    """Words that repeat a pattern, so that the vocabulary holds long "abab..." tokens."""
+    rng = random.Random(7)
+    docs = ["ab" * rng.randint(1, 700) for _ in range(60)] + ["abc" * rng.randint(1, 300) for _ in range(30)]
+    return docs + [random_word(2000, seed) for seed in range(3)] + ["a few plain words"] * 10
+
+
+@pytest.mark.parametrize("text", ["ab" * 6000, "ab" * 3000 + "abc" * 1500 + "a" * 999,
+                                  random_word(9000, 11), "a" * 5001])
+def test_a_word_model_encodes_one_long_piece_like_the_reference(text):
+    ref = superword.train(_periodic_docs(), 420, "bpe", backend="reference")
+    rust = _rust_copy(ref)
+    assert max(len(ref.decode([i])) for i in range(ref.vocab_size)) >= 256  # long "abab" tokens
+    assert rust.encode(text) == ref.encode(text)
+
+
+def test_a_superword_model_merges_a_long_run_of_pretokens_like_the_reference():
+    """A run of 3,000 pretokens that are each one token: one supermerge run, bucketed."""
+    docs = ["the cat sat on the mat", "on the mat the cat sat", "the cat ate"] * 30 + _periodic_docs()
+    ref = superword.train(docs, 420, "boundless", backend="reference")
+    rust = _rust_copy(ref)
+    run = " ".join(random.Random(3).choice(["the", "cat", "sat", "on", "mat"]) for _ in range(3000))
+    for text in (run, "the cat sat on the mat " * 600, "ab" * 4000 + " the cat " * 800):
+        assert rust.encode(text) == ref.encode(text)
+
+
+def _minbpe_merge(ids: list[int], merges: dict[tuple[int, int], int]) -> list[int]:
+    """minbpe's own loop: the pair of the smallest merge index, at all its places."""
+    while len(ids) >= 2:
+        pairs = set(zip(ids, ids[1:]))
+        pair = min(pairs, key=lambda p: merges.get(p, float("inf")))
+        if pair not in merges:
+            return ids
+        out, i = [], 0
+        while i < len(ids):
+            if i + 1 < len(ids) and (ids[i], ids[i + 1]) == pair:
+                out.append(merges[pair])
+                i += 2
+            else:
+                out.append(ids[i])
+                i += 1
+        ids = out
+    return ids
+
+
+def test_minbpe_encodes_one_long_piece_like_minbpes_loop():
+    from superword.minbpe import BasicTokenizer
+    tok = BasicTokenizer()
+    tok.train("".join(_periodic_docs()), 256 + 150)
+    for text in ("ab" * 2500, random_word(4000, 5), "abc" * 1400 + "ab" * 700):
+        assert tok.encode(text) == _minbpe_merge(list(text.encode()), tok.merges)
+
+
+def test_a_model_with_a_16_mb_token_loads_and_encodes_2_mb_in_linear_time(tmp_path):
+    """Training on one line of 8 MB of "ab" makes tokens of megabytes; loading checks that each
+    is reachable by encoding it (it took 26 s and 2 GB with the heap of entries).  No timing
+    assert: the run itself, a few seconds, is the check that nothing is quadratic."""
+    corpus = tmp_path / "ab.txt"
+    corpus.write_text("ab" * 4_000_000)
+    tok = superword.train(corpus, 300, "bpe")
+    text = "ab" * 1_000_000
+    ids = tok.encode(text)
+    assert tok.decode(ids) == text and len(ids) < 30
+
+
+_OOM_SCRIPT = r'''
+import resource, sys, superword
+vm = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmSize:")) * 1024
+resource.setrlimit(resource.RLIMIT_AS, (vm + int(sys.argv[2]), vm + int(sys.argv[2])))
+try:
+    superword.train(sys.argv[1], 300, "bpe", threads=1)
+except MemoryError as e:
+    print("MemoryError:", e)
+else:
+    print("trained")
+'''
+
+
+def test_running_out_of_memory_on_one_long_pretoken_raises_memory_error(tmp_path):
+    """A .gz of under 1 MB holding one line of 200 MB of "a": under an address-space limit of
+    1.5 GB above the interpreter's, training raises MemoryError naming the pretoken (phase 1's
+    tokens of it do not fit), never aborts."""
+    if not sys.platform.startswith("linux"):
+        pytest.skip("RLIMIT_AS and /proc/self/status are Linux's")
+    resource = pytest.importorskip("resource")
+    if resource.getrlimit(resource.RLIMIT_AS)[0] != resource.RLIM_INFINITY:
+        pytest.skip("an address-space limit is set already")
+    path = tmp_path / "big-a.txt.gz"
+    with gzip.open(path, "wb", compresslevel=1) as f:
+        for _ in range(20):
+            f.write(b"a" * 10_000_000)
+    out = subprocess.run([sys.executable, "-c", _OOM_SCRIPT, str(path), str(1500 << 20)],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.startswith("MemoryError:"), out.stdout
+    assert "pretoken" in out.stdout and "200000000" in out.stdout

@@ -55,6 +55,218 @@ pub(crate) fn merge_heap(
     rank: impl Fn(TokenId, TokenId) -> Option<(u32, TokenId)>,
     ascending: bool,
 ) {
+    if (BUCKETED..=MAX_BUCKETED).contains(&tokens.len()) {
+        return merge_buckets(tokens, rank, ascending);
+    }
+    merge_heap_entries(tokens, rank, ascending);
+}
+
+/// Sequences of at least this many tokens are merged by [`merge_buckets`].
+pub(crate) const BUCKETED: usize = 1024;
+
+/// [`merge_buckets`] keeps positions in 31 bits (a dead position's link has the top bit).
+const MAX_BUCKETED: usize = (1 << 31) - 1;
+
+/// The flag of a position that a merge has absorbed into the position on its left.
+const DEAD: u32 = 1 << 31;
+
+/// [`merge_heap`] for sequences of [`BUCKETED`] tokens or more: the same passes, with 4 bytes
+/// of links per token and 4 bytes per pending pair (the heap of `(rank, position, left,
+/// right)` entries took 24 bytes per pair and 17 per token, and its pops missed the cache:
+/// a 16 MB piece took most of a 26 s model load and 2 GB).
+///
+/// * The pending pairs are kept by rank: `buckets[rank]` lists the positions where that pair
+///   was made, and a small heap holds the ranks that have a list.  A pass takes the smallest
+///   rank's list, sorts it (the scan goes left to right, which decides overlapping `(t, t)`
+///   pairs) and merges every position that still holds that pair.  A pair is recognised by
+///   its rank alone (one rank is one merge), so an entry needs no copy of its tokens: a
+///   position whose pair has changed since is skipped.  No merge of a pass makes a pair of
+///   the pass's own rank (the new token differs from both of its parts), so a list is
+///   complete when its pass starts.
+/// * `link[i]` is the next live position after a live `i` (`n` at the end); a position
+///   absorbed by a merge holds `DEAD | i` of the position that absorbed it, so the live
+///   position before `i` is found by following those links from `i - 1`, shortened as they
+///   are followed (each position dies once, so this is near constant time amortised).
+///
+/// Time O(n log n) (the sorts), memory 4 bytes per token plus the pending pairs.
+fn merge_buckets(
+    tokens: &mut Vec<TokenId>,
+    rank: impl Fn(TokenId, TokenId) -> Option<(u32, TokenId)>,
+    ascending: bool,
+) {
+    let n = tokens.len();
+    let tok = &mut tokens[..];
+    let mut link: Vec<u32> = (1..=n as u32).collect();
+    let mut pending = Pending::new(n);
+    for i in 0..n - 1 {
+        if let Some((r, merged)) = rank(tok[i], tok[i + 1]) {
+            pending.push(r, (tok[i], tok[i + 1]), merged, i);
+        }
+    }
+    // the live position at or before `k`, links on the way pointed straight at it
+    let find = |link: &mut [u32], k: usize| -> usize {
+        let mut root = k;
+        while link[root] & DEAD != 0 {
+            root = (link[root] & !DEAD) as usize;
+        }
+        let mut c = k;
+        while link[c] & DEAD != 0 {
+            let up = (link[c] & !DEAD) as usize;
+            link[c] = DEAD | root as u32;
+            c = up;
+        }
+        root
+    };
+    while let Some((current, (a, b), merged, mut list)) = pending.pop() {
+        list.sort_unstable();
+        for &at in &list {
+            let i = at as usize;
+            if link[i] & DEAD != 0 {
+                continue; // absorbed, by a merge of this pass on its left among others
+            }
+            let j = link[i] as usize;
+            if j >= n || tok[i] != a || tok[j] != b {
+                continue; // the pair here has changed since it was listed
+            }
+            tok[i] = merged;
+            let k = link[j];
+            link[j] = DEAD | at;
+            link[i] = k;
+            if i > 0 {
+                let p = find(&mut link, i - 1);
+                if let Some((r, m)) = rank(tok[p], merged) {
+                    if !ascending || r > current {
+                        pending.push(r, (tok[p], merged), m, p);
+                    }
+                }
+            }
+            if (k as usize) < n {
+                let right = tok[k as usize];
+                if let Some((r, m)) = rank(merged, right) {
+                    if !ascending || r > current {
+                        pending.push(r, (merged, right), m, i);
+                    }
+                }
+            }
+        }
+        pending.recycle(list);
+    }
+    let (mut w, mut i) = (0, 0);
+    while i < n {
+        tok[w] = tok[i];
+        w += 1;
+        i = link[i] as usize;
+    }
+    tokens.truncate(w);
+}
+
+/// A rank's pending list: the rank, its pair, the pair's result, the positions.
+type RankList = (u32, (TokenId, TokenId), TokenId, Vec<u32>);
+
+/// The pending pairs of [`merge_buckets`]: for each rank that has some, its pair, the pair's
+/// result and the positions where it was made; and a heap of those ranks.  Ranks below half
+/// the sequence's length find their list through a vector (no hashing: ranks of regular
+/// merges are merge indices, small beside a long piece), larger ones through a hash map.
+struct Pending {
+    /// rank -> its list in `lists` + 1 (0: none), for ranks below `dense`
+    near: Vec<u32>,
+    dense: usize,
+    far: rustc_hash::FxHashMap<u32, u32>,
+    lists: Vec<RankList>,
+    /// slots of `lists` whose pass is over
+    free: Vec<u32>,
+    /// an emptied list's memory, for the next list
+    spare: Vec<Vec<u32>>,
+    order: std::collections::BinaryHeap<std::cmp::Reverse<u32>>,
+    /// the rank and slot of the last push (runs of one pair push to one list)
+    last: (u32, u32),
+}
+
+impl Pending {
+    fn new(n: usize) -> Pending {
+        Pending {
+            near: Vec::new(),
+            dense: n / 2,
+            far: Default::default(),
+            lists: Vec::new(),
+            free: Vec::new(),
+            spare: Vec::new(),
+            order: Default::default(),
+            last: (u32::MAX, 0),
+        }
+    }
+
+    #[inline]
+    fn push(&mut self, r: u32, pair: (TokenId, TokenId), merged: TokenId, at: usize) {
+        if self.last.0 == r {
+            self.lists[self.last.1 as usize].3.push(at as u32);
+            return;
+        }
+        let slot = if (r as usize) < self.dense {
+            if self.near.len() <= r as usize {
+                self.near.resize(r as usize + 1, 0);
+            }
+            self.near[r as usize]
+        } else {
+            self.far.get(&r).copied().unwrap_or(0)
+        };
+        let slot = if slot != 0 {
+            slot - 1
+        } else {
+            let list = (r, pair, merged, self.spare.pop().unwrap_or_default());
+            let slot = match self.free.pop() {
+                Some(s) => {
+                    self.lists[s as usize] = list;
+                    s
+                }
+                None => {
+                    self.lists.push(list);
+                    (self.lists.len() - 1) as u32
+                }
+            };
+            if (r as usize) < self.dense {
+                self.near[r as usize] = slot + 1;
+            } else {
+                self.far.insert(r, slot + 1);
+            }
+            self.order.push(std::cmp::Reverse(r));
+            slot
+        };
+        self.lists[slot as usize].3.push(at as u32);
+        self.last = (r, slot);
+    }
+
+    /// The smallest rank that has a list, with its pair, result and positions.
+    fn pop(&mut self) -> Option<RankList> {
+        let std::cmp::Reverse(r) = self.order.pop()?;
+        let slot = if (r as usize) < self.dense {
+            std::mem::take(&mut self.near[r as usize])
+        } else {
+            self.far.remove(&r).expect("a rank in the heap has a list")
+        } - 1;
+        self.free.push(slot);
+        if self.last.0 == r {
+            self.last = (u32::MAX, 0);
+        }
+        let (r, pair, merged, list) = std::mem::take(&mut self.lists[slot as usize]);
+        Some((r, pair, merged, list))
+    }
+
+    fn recycle(&mut self, mut list: Vec<u32>) {
+        list.clear();
+        if self.spare.len() < 8 {
+            self.spare.push(list);
+        }
+    }
+}
+
+/// [`merge_heap`] with a heap of `(rank, position, left, right)` entries, for sequences
+/// shorter than [`BUCKETED`] (or too long for its 31-bit positions).
+fn merge_heap_entries(
+    tokens: &mut Vec<TokenId>,
+    rank: impl Fn(TokenId, TokenId) -> Option<(u32, TokenId)>,
+    ascending: bool,
+) {
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
     let n = tokens.len();
@@ -428,14 +640,60 @@ mod tests {
             kept.truncate(left);
             assert_eq!(plain, kept, "{start:?} {table:?}");
             let mut heaped = start.clone();
-            merge_heap(&mut heaped, |a, b| table.get(&(a, b)).copied(), ascending);
+            merge_heap_entries(&mut heaped, |a, b| table.get(&(a, b)).copied(), ascending);
             assert_eq!(plain, heaped, "heap: {start:?} {table:?}");
+            let mut bucketed = start.clone();
+            merge_buckets(&mut bucketed, |a, b| table.get(&(a, b)).copied(), ascending);
+            assert_eq!(plain, bucketed, "buckets: {start:?} {table:?}");
             if !ascending && len <= SMALL_RUN {
                 let mut small = start.clone();
                 let n = merge_small(&mut small, packed(&table));
                 assert_eq!(plain, small[..n], "{start:?} {table:?}");
                 if (2..=TINY_RUN).contains(&len) {
                     assert_eq!(plain, tiny_merged(&start, &table), "tiny: {start:?} {table:?}");
+                }
+            }
+        }
+    }
+
+    /// [`merge_buckets`] against the entries heap on sequences of thousands of tokens:
+    /// random tables, repeated patterns (long runs of one pair, `(t, t)` runs of every
+    /// parity) and tables trained-like (each token made from earlier ones).
+    #[test]
+    fn the_bucketed_merge_merges_long_sequences_like_the_heap() {
+        let mut rng = crate::XorShift(0x5EED_0FB0_C4E7_5A11);
+        for round in 0..300 {
+            let alphabet = 1 + rng.below(4) as TokenId;
+            let mut table = Pairs::default();
+            let tokens_made = 1 + rng.below(40) as TokenId;
+            for k in 0..tokens_made {
+                let top = alphabet + if round % 3 == 0 { tokens_made } else { k };
+                let pair = (rng.below(top as u64) as TokenId, rng.below(top as u64) as TokenId);
+                let r = table.len() as u32 * 2 + rng.below(2) as u32;
+                table.entry(pair).or_insert((r, alphabet + k));
+            }
+            let len = BUCKETED + rng.below(6000) as usize;
+            let period = 1 + rng.below(5) as usize;
+            let motif: Vec<TokenId> = (0..period)
+                .map(|_| rng.below(alphabet as u64) as TokenId)
+                .collect();
+            let start: Vec<TokenId> = (0..len)
+                .map(|i| {
+                    if round % 2 == 0 || rng.below(50) == 0 {
+                        rng.below(alphabet as u64) as TokenId
+                    } else {
+                        motif[i % period]
+                    }
+                })
+                .collect();
+            for ascending in [true, false] {
+                let mut heaped = start.clone();
+                merge_heap_entries(&mut heaped, |a, b| table.get(&(a, b)).copied(), ascending);
+                let mut bucketed = start.clone();
+                merge_buckets(&mut bucketed, |a, b| table.get(&(a, b)).copied(), ascending);
+                assert_eq!(heaped, bucketed, "round {round}, ascending {ascending}");
+                if round % 30 == 0 {
+                    assert_eq!(plain_scan(&start, &table, ascending), heaped);
                 }
             }
         }

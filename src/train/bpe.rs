@@ -5,7 +5,7 @@ use rustc_hash::FxHashMap;
 
 use super::merging::{MergeState, TrainMerge};
 use crate::control::Control;
-use crate::error::Result;
+use crate::error::{try_vec, Result};
 use crate::tokens::{byte_id, Pair, TokenId, Vocab, BASE_VOCAB};
 
 /// The trained word model, in the training's token ids.
@@ -48,6 +48,15 @@ impl Picky {
     }
 }
 
+/// The longest of `words`, for a message: "the longest pretoken, 'aaaa…', has 5000 bytes".
+pub(crate) fn longest_pretoken(words: &[(Box<str>, u64)]) -> String {
+    let Some((w, _)) = words.iter().max_by_key(|(w, _)| w.len()) else {
+        return "no pretoken".into();
+    };
+    let start: String = w.chars().take(16).collect();
+    format!("the longest pretoken, {start:?}..., has {} bytes", w.len())
+}
+
 /// Train on `words` (distinct pretokens with counts, in any order) up to `vocab_size`.
 ///
 /// `singles`: also give each word's token when it ended as one token ([`WordModel::single`]),
@@ -70,7 +79,15 @@ pub fn train_words(
     let mut vocab = Vocab::base();
     // (back to back in one array, not one vector per word: a million small allocations at
     // 100 MB of text)
-    let mut flat: Vec<TokenId> = Vec::with_capacity(words.iter().map(|(w, _)| w.len()).sum());
+    // (fallibly: one pretoken of hundreds of megabytes makes this the first large allocation)
+    let total: usize = words.iter().map(|(w, _)| w.len()).sum();
+    let mut flat: Vec<TokenId> = try_vec(
+        total,
+        &format!(
+            "training on {total} bytes of distinct pretokens ({})",
+            longest_pretoken(words)
+        ),
+    )?;
     let mut ends: Vec<usize> = Vec::with_capacity(words.len());
     for (w, _) in words {
         flat.extend(
@@ -84,7 +101,7 @@ pub fn train_words(
         *start = end;
         Some(seq)
     });
-    let mut state = MergeState::new(seqs.zip(words).map(|(s, w)| (s, w.1)), &vocab);
+    let mut state = MergeState::try_new(seqs.zip(words).map(|(s, w)| (s, w.1)), &vocab)?;
     // (each merge shortens a word, so there are fewer merges than tokens)
     let room = vocab_size.saturating_sub(vocab.len()).min(flat.len());
     vocab.reserve(room);
@@ -134,6 +151,9 @@ pub fn train_words(
             [(pair.0, 0.0), (pair.1, 0.0)]
         };
         let (merge, id) = state.merge_pair(&mut vocab, pair, count);
+        if let Some(e) = state.take_failure() {
+            return Err(e);
+        }
         merges.push(merge);
         made.push(id);
         if present.len() < vocab.len() {

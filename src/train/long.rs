@@ -22,8 +22,35 @@
 
 use rustc_hash::FxHashMap;
 
-use crate::tokens::pairs::count_pairs;
+use crate::error::{try_vec, Error, Result};
 use crate::tokens::{Pair, TokenId};
+
+/// What an allocation for a long sequence is for, in a [`Error::Memory`] message.
+fn what(len: usize) -> String {
+    format!("training on one pretoken of {len} bytes (a text without spaces or line breaks)")
+}
+
+/// `count_pairs` over the live tokens of `tokens` (holes skipped), without copying them:
+/// `f` gets each counted pair and the position of its left token.
+fn count_live_pairs(tokens: &[TokenId], lo: usize, mut f: impl FnMut(Pair, usize)) {
+    let mut left: Option<(TokenId, usize)> = None;
+    let mut previous: Option<Pair> = None;
+    for (offset, &t) in tokens.iter().enumerate() {
+        if t == HOLE {
+            continue;
+        }
+        if let Some((a, at)) = left {
+            let pair = (a, t);
+            if pair.0 == pair.1 && previous == Some(pair) {
+                previous = None;
+            } else {
+                f(pair, at);
+                previous = Some(pair);
+            }
+        }
+        left = Some((t, lo + offset));
+    }
+}
 
 /// Sequences longer than this many tokens are merged with a position index.
 pub const LONG_SEQUENCE: usize = 1 << 16;
@@ -35,40 +62,58 @@ pub struct LongSequence {
     tokens: Vec<TokenId>,
     live: usize,
     index: FxHashMap<Pair, Vec<u32>>,
+    /// an allocation a merge could not make (then the sequence is no longer consistent, and
+    /// training stops with this error: see [`LongSequence::take_failure`])
+    failed: Option<Error>,
 }
 
 impl LongSequence {
-    pub fn new(tokens: &[TokenId]) -> LongSequence {
-        assert!(
-            tokens.len() < u32::MAX as usize,
-            "a sequence of 2**32 tokens or more"
-        );
+    /// The sequence of `tokens`, with its index; [`Error::Memory`] when the tokens or the
+    /// index cannot be allocated (their sizes come from one pretoken of the input).
+    pub fn new(tokens: &[TokenId]) -> Result<LongSequence> {
+        if tokens.len() >= u32::MAX as usize {
+            return Err(Error::Value(format!(
+                "a pretoken of {} tokens: training takes pretokens of fewer than 2**32 bytes",
+                tokens.len()
+            )));
+        }
+        let mut copy = try_vec(tokens.len(), &what(tokens.len()))?;
+        copy.extend_from_slice(tokens);
         let mut s = LongSequence {
-            tokens: tokens.to_vec(),
+            tokens: copy,
             live: tokens.len(),
             index: FxHashMap::default(),
+            failed: None,
         };
-        s.build_index();
-        s
+        s.build_index()?;
+        Ok(s)
     }
 
     /// The index of every adjacent pair, each list allocated at its final size (a first pass
     /// counts): growing the lists by doubling would cost up to twice the memory.
-    fn build_index(&mut self) {
+    fn build_index(&mut self) -> Result<()> {
         self.index = FxHashMap::default(); // the old index goes first
         let mut sizes: FxHashMap<Pair, u32> = FxHashMap::default();
         for w in self.tokens.windows(2) {
             *sizes.entry((w[0], w[1])).or_insert(0) += 1;
         }
-        self.index = sizes
-            .into_iter()
-            .map(|(pair, n)| (pair, Vec::with_capacity(n as usize)))
-            .collect();
+        let mut index = FxHashMap::default();
+        index.reserve(sizes.len());
+        for (pair, n) in sizes {
+            index.insert(pair, try_vec(n as usize, &what(self.tokens.len()))?);
+        }
+        self.index = index;
         for (i, w) in self.tokens.windows(2).enumerate() {
             if let Some(list) = self.index.get_mut(&(w[0], w[1])) {
                 list.push(i as u32);
             }
         }
+        Ok(())
+    }
+
+    /// The error of a merge that ran out of memory, if one did.
+    pub fn take_failure(&mut self) -> Option<Error> {
+        self.failed.take()
     }
 
     /// The number of tokens.
@@ -113,6 +158,36 @@ impl LongSequence {
         None
     }
 
+    /// Every adjacent pair of live tokens in `windows` that holds `merged`, with the position
+    /// of its left token (overlapping `(t, t)` pairs included: the index lists every place
+    /// a pair may start).
+    fn each_new_pair(&self, windows: &[(u32, u32)], merged: TokenId, f: impl FnMut(Pair, usize)) {
+        Self::each_new_pair_in(&self.tokens, windows, merged, f)
+    }
+
+    fn each_new_pair_in(
+        tokens: &[TokenId],
+        windows: &[(u32, u32)],
+        merged: TokenId,
+        mut f: impl FnMut(Pair, usize),
+    ) {
+        for &(lo, hi) in windows {
+            let (lo, hi) = (lo as usize, hi as usize);
+            let mut left: Option<(TokenId, usize)> = None;
+            for (offset, &t) in tokens[lo..=hi].iter().enumerate() {
+                if t == HOLE {
+                    continue;
+                }
+                if let Some((a, at)) = left {
+                    if a == merged || t == merged {
+                        f((a, t), at);
+                    }
+                }
+                left = Some((t, lo + offset));
+            }
+        }
+    }
+
     /// Replace each non-overlapping occurrence of `pair` by `merged`, left to right.  For every
     /// pair whose count changes, `delta` gets the change times `weight`; `new_pair` is called
     /// with each new pair that holds `merged`.  Returns whether anything changed.
@@ -124,29 +199,36 @@ impl LongSequence {
         delta: &mut FxHashMap<Pair, i64>,
         mut new_pair: impl FnMut(Pair),
     ) -> bool {
-        // 1. the live occurrences, left to right, non-overlapping
-        let mut candidates = self.index.remove(&pair).unwrap_or_default();
-        candidates.sort_unstable();
-        candidates.dedup();
-        let mut occurrences: Vec<(usize, usize)> = Vec::new();
-        for &i in &candidates {
-            let i = i as usize;
-            if self.tokens[i] != pair.0 || occurrences.last().is_some_and(|&(_, j)| j >= i) {
+        // 1. the live occurrences, left to right, non-overlapping: their left positions,
+        // kept in the index's list itself (the right one is the next live position), so that
+        // a merge of n occurrences needs no second array of them
+        let mut occurrences = self.index.remove(&pair).unwrap_or_default();
+        occurrences.sort_unstable();
+        occurrences.dedup();
+        let (mut kept, mut last_right) = (0, None);
+        for k in 0..occurrences.len() {
+            let i = occurrences[k] as usize;
+            if self.tokens[i] != pair.0 || last_right.is_some_and(|j| j >= i) {
                 continue;
             }
             if let Some(j) = self.next(i) {
                 if self.tokens[j] == pair.1 {
-                    occurrences.push((i, j));
+                    occurrences[kept] = i as u32;
+                    kept += 1;
+                    last_right = Some(j);
                 }
             }
         }
+        occurrences.truncate(kept);
         if occurrences.is_empty() {
             return false;
         }
         // 2. windows around them (first and last position, both live now), joined when they meet
-        let mut windows: Vec<(usize, usize)> = Vec::new();
-        for (k, &(i, j)) in occurrences.iter().enumerate() {
-            let stop_left = windows.last().map(|w| w.1);
+        let mut windows: Vec<(u32, u32)> = Vec::new();
+        for (k, &i) in occurrences.iter().enumerate() {
+            let i = i as usize;
+            let j = self.next(i).expect("an occurrence has a right token");
+            let stop_left = windows.last().map(|w| w.1 as usize);
             let mut lo = i;
             if let Some(p) = self.prev(i) {
                 lo = p;
@@ -157,7 +239,7 @@ impl LongSequence {
                     lo = q;
                 }
             }
-            let stop_right = occurrences.get(k + 1).map(|o| o.0);
+            let stop_right = occurrences.get(k + 1).map(|&o| o as usize);
             let mut hi = j;
             if let Some(n) = self.next(j) {
                 hi = n;
@@ -169,50 +251,62 @@ impl LongSequence {
                 }
             }
             match windows.last_mut() {
-                Some(last) if lo <= last.1 => last.1 = last.1.max(hi),
-                _ => windows.push((lo, hi)),
+                Some(last) if lo <= last.1 as usize => last.1 = last.1.max(hi as u32),
+                _ => windows.push((lo as u32, hi as u32)),
             }
         }
-        // 3. the old windows' pairs go
-        let mut buffer: Vec<TokenId> = Vec::new();
+        // 3. the old windows' pairs go (counted in place: a window can be the whole sequence)
         for &(lo, hi) in &windows {
-            buffer.clear();
-            buffer.extend(self.tokens[lo..=hi].iter().copied().filter(|&t| t != HOLE));
-            count_pairs(&buffer, |p| *delta.entry(p).or_insert(0) -= weight);
+            let (lo, hi) = (lo as usize, hi as usize);
+            count_live_pairs(&self.tokens[lo..=hi], lo, |p, _| {
+                *delta.entry(p).or_insert(0) -= weight
+            });
         }
-        // 4. merge
-        for &(i, j) in &occurrences {
-            self.tokens[i] = merged;
+        // 4. merge, left to right (each right token is found before any hole is made past it)
+        for &i in &occurrences {
+            let j = self.next(i as usize).expect("an occurrence has a right token");
+            self.tokens[i as usize] = merged;
             self.tokens[j] = HOLE;
         }
         self.live -= occurrences.len();
-        // 5. the new windows' pairs come; new adjacent pairs enter the index
-        let mut positions: Vec<u32> = Vec::new();
+        drop(occurrences);
+        // 5. the new windows' pairs come; new adjacent pairs enter the index.  (All adjacent
+        // pairs holding `merged`, which `count_live_pairs` may skip as overlapping.)
         for &(lo, hi) in &windows {
-            buffer.clear();
-            positions.clear();
-            for (offset, &t) in self.tokens[lo..=hi].iter().enumerate() {
-                if t != HOLE {
-                    buffer.push(t);
-                    positions.push((lo + offset) as u32);
-                }
-            }
-            count_pairs(&buffer, |p| {
+            let (lo, hi) = (lo as usize, hi as usize);
+            count_live_pairs(&self.tokens[lo..=hi], lo, |p, _| {
                 *delta.entry(p).or_insert(0) += weight;
                 if p.0 == merged || p.1 == merged {
                     new_pair(p);
                 }
             });
-            for (w, at) in buffer.windows(2).zip(&positions) {
-                if w[0] == merged || w[1] == merged {
-                    self.index.entry((w[0], w[1])).or_default().push(*at);
-                }
+        }
+        // the new pairs' positions, each list grown once to its size (one merge in a long
+        // repeat makes as many new pairs as it merged: growing by doubling would hold 1.5 times
+        // that, and an allocation that fails must be an error, not an abort)
+        let mut added: FxHashMap<Pair, usize> = FxHashMap::default();
+        self.each_new_pair(&windows, merged, |p, _| *added.entry(p).or_insert(0) += 1);
+        for (p, more) in added {
+            if self.index.entry(p).or_default().try_reserve_exact(more).is_err() {
+                self.failed = Some(Error::Memory(format!(
+                    "{}: out of memory (the positions of {more} new pairs could not be allocated)",
+                    what(self.tokens.len())
+                )));
+                return true;
             }
         }
-        // 6. compact when holes outnumber tokens (each compaction at least halves the length)
+        let index = &mut self.index;
+        Self::each_new_pair_in(&self.tokens, &windows, merged, |p, at| {
+            index.get_mut(&p).expect("reserved above").push(at as u32)
+        });
+        // 6. compact when holes outnumber tokens (each compaction at least halves the length;
+        // the index is rebuilt at its final size)
         if self.live * 2 < self.tokens.len() {
             self.tokens.retain(|&t| t != HOLE);
-            self.build_index();
+            self.tokens.shrink_to_fit();
+            if let Err(e) = self.build_index() {
+                self.failed = Some(e);
+            }
         }
         true
     }
@@ -221,7 +315,7 @@ impl LongSequence {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tokens::pairs::apply_merge;
+    use crate::tokens::pairs::{apply_merge, count_pairs};
 
     fn counts(tokens: &[TokenId]) -> FxHashMap<Pair, i64> {
         let mut c = FxHashMap::default();
@@ -247,7 +341,7 @@ mod tests {
                 .map(|_| (random(&mut seed) % alphabet) as TokenId)
                 .collect();
             let mut plain = start.clone();
-            let mut long = LongSequence::new(&start);
+            let mut long = LongSequence::new(&start).unwrap();
             for next_id in 100..160 {
                 let live = counts(&plain);
                 if live.is_empty() {
@@ -285,7 +379,7 @@ mod tests {
 
     #[test]
     fn a_long_repeat_costs_linear_time() {
-        let mut long = LongSequence::new(&vec![7; 1 << 20]);
+        let mut long = LongSequence::new(&vec![7; 1 << 20]).unwrap();
         let mut delta = FxHashMap::default();
         let mut id = 100;
         let mut pair = (7, 7);

@@ -522,6 +522,12 @@ impl MergeState {
     /// One training step, the same in every phase: the pair chosen with `count` becomes a
     /// token (added to `vocab` unless its bytes are there already, SPEC 2.6), is applied
     /// everywhere, and is recorded.  Returns the record and the new token's id.
+    /// The error of a merge inside a very long sequence that ran out of memory, if one did
+    /// (the state is then inconsistent: training must stop with it).
+    pub fn take_failure(&mut self) -> Option<crate::error::Error> {
+        self.long.values_mut().find_map(|l| l.take_failure())
+    }
+
     pub fn merge_pair(&mut self, vocab: &mut Vocab, pair: Pair, count: u64) -> (TrainMerge, TokenId) {
         // (in a buffer kept for it: a new vector per merge was an allocation and a growth)
         let mut merged = std::mem::take(&mut self.bytes);

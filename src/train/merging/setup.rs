@@ -7,6 +7,7 @@ use rustc_hash::FxHashMap;
 use super::heap::PairHeap;
 use super::tables::{shard_of, PairInfo, PairTable};
 use super::{MergeState, Seq};
+use crate::error::Result;
 use crate::tokens::pairs::count_pairs;
 use crate::tokens::{Pair, TokenId, Vocab, BASE_VOCAB};
 use crate::train::long::{LongSequence, LONG_SEQUENCE};
@@ -30,6 +31,25 @@ impl MergeState {
         I: IntoIterator<Item = (&'s [TokenId], u64, bool)>,
         I::IntoIter: Clone,
     {
+        Self::try_with_wholeness(seqs, vocab).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`Self::new`], with [`Error::Memory`](crate::error::Error::Memory) when a sequence
+    /// longer than [`LONG_SEQUENCE`] cannot get its tokens and position index (phase 1 on a
+    /// pretoken of hundreds of megabytes).
+    pub fn try_new<'s, I>(seqs: I, vocab: &Vocab) -> Result<MergeState>
+    where
+        I: IntoIterator<Item = (&'s [TokenId], u64)>,
+        I::IntoIter: Clone,
+    {
+        Self::try_with_wholeness(seqs.into_iter().map(|(s, w)| (s, w, true)), vocab)
+    }
+
+    fn try_with_wholeness<'s, I>(seqs: I, vocab: &Vocab) -> Result<MergeState>
+    where
+        I: IntoIterator<Item = (&'s [TokenId], u64, bool)>,
+        I::IntoIter: Clone,
+    {
         let seqs = seqs.into_iter();
         let (mut n, mut tokens) = (0, 0);
         for (seq, _, _) in seqs.clone() {
@@ -43,7 +63,7 @@ impl MergeState {
         let mut long = FxHashMap::default();
         for (seq, w, is_whole) in seqs {
             if seq.len() > LONG_SEQUENCE {
-                long.insert(spans.len() as u32, LongSequence::new(seq));
+                long.insert(spans.len() as u32, LongSequence::new(seq)?);
             }
             spans.push(Seq {
                 start: data.len(),
@@ -146,7 +166,7 @@ impl MergeState {
             .flat_map(|m| m.iter().map(|(&p, info)| (info.count, p)))
             .collect();
         let heap = PairHeap::from_vec(vocab, initial);
-        MergeState {
+        Ok(MergeState {
             data,
             seqs: spans,
             shards,
@@ -160,7 +180,7 @@ impl MergeState {
             present: Vec::new(),
             #[cfg(test)]
             restores: 0,
-        }
+        })
     }
 
     /// Leave out of the heap every pair while it is counted `floor` times or fewer: [`Self::best`]
