@@ -130,8 +130,9 @@ def train(inputs: Any = None, vocab_size: int | None = None, algorithm: str = "b
 
     ``base``: keep an existing tokenizer and add ``supermerges`` superword tokens to it
     (``algorithm="superbpe"``; a tiktoken encoding name such as ``"cl100k_base"``, a
-    ``.tiktoken`` file with ``pattern=``, or a byte-level ``tokenizer.json``).  Every base id
-    stays; superwords take the ids after the base's largest (``docs/extend.md``).
+    ``.tiktoken`` file with ``pattern=``, a byte-level ``tokenizer.json``, or one of
+    superword's own BPE models, a ``.model`` file or a ``Tokenizer``).  Every base id stays;
+    superwords take the ids after the base's largest (``docs/extend.md``).
     ``vocab_size`` (default 32768) does not apply: the size is the base's plus ``supermerges``.
 
     >>> tok = train(["the cat sat on the mat"] * 5, vocab_size=250, algorithm="bpe")
