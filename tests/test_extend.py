@@ -190,6 +190,26 @@ def test_an_o200k_style_ranks_file_keeps_tiktokens_ids(tmp_path):
         assert expand(tok, tok.encode_ordinary(text)) == enc.encode_ordinary(text)
 
 
+def test_the_real_o200k_base_keeps_tiktokens_ids():
+    """Run where an offline copy of o200k_base's ranks is installed (a tiktoken plugin that
+    registers ``o200k_base_offline``); superword never downloads them."""
+    tiktoken = pytest.importorskip("tiktoken")
+    from superword import _open
+    if "o200k_base" not in _open.offline_encodings():
+        pytest.skip("no offline copy of o200k_base's ranks here (superword never downloads)")
+    constructors = _open._constructors()
+    enc_dict = (constructors.get("o200k_base_offline") or constructors["o200k_base"])()
+    enc = tiktoken.Encoding("o200k_base", pat_str=enc_dict["pat_str"],
+                            mergeable_ranks=enc_dict["mergeable_ranks"],
+                            special_tokens=enc_dict.get("special_tokens") or {})
+    docs = taylor() + read_jsonl_texts(GOLDEN / "multi_1230.jsonl")
+    tok = superword.train(docs[::2], algorithm="superbpe", base="o200k_base", supermerges=50)
+    assert tok.special_tokens == dict(enc_dict.get("special_tokens") or {})
+    assert min(i for i, _, sup in tok if sup) == max(enc.n_vocab, max(tok.special_tokens.values()) + 1)
+    for text in docs[1::2][:120]:
+        assert expand(tok, tok.encode_ordinary(text)) == enc.encode_ordinary(text)
+
+
 # -- reference == Rust ---------------------------------------------------------------------------------
 
 def _corpora():
