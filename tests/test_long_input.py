@@ -213,3 +213,35 @@ def test_running_out_of_memory_on_one_long_pretoken_raises_memory_error(tmp_path
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.startswith("MemoryError:"), out.stdout
     assert "pretoken" in out.stdout and "200000000" in out.stdout
+
+
+_CLI_OOM = r'''
+import resource, sys
+from superword.cli import main
+vm = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmSize:")) * 1024
+resource.setrlimit(resource.RLIMIT_AS, (vm + int(sys.argv[2]), vm + int(sys.argv[2])))
+sys.exit(main(["train", sys.argv[1], "--vocab-size", "300", "-o", sys.argv[3], "-q"]))
+'''
+
+
+def test_the_cli_says_out_of_memory_and_writes_nothing(tmp_path):
+    """The issue's case from the command line: one 200 MB line of "a" under an address-space
+    limit of 4 GB above the interpreter's.  Merging it would need more than that, which is asked
+    of the allocator before phase 1 builds anything: an error message, exit status 1, no model
+    file, in a few seconds instead of an abort after a minute."""
+    if not sys.platform.startswith("linux"):
+        pytest.skip("RLIMIT_AS and /proc/self/status are Linux's")
+    resource = pytest.importorskip("resource")
+    if resource.getrlimit(resource.RLIMIT_AS)[0] != resource.RLIM_INFINITY:
+        pytest.skip("an address-space limit is set already")
+    path = tmp_path / "big-a.txt.gz"
+    with gzip.open(path, "wb", compresslevel=1) as f:
+        for _ in range(20):
+            f.write(b"a" * 10_000_000)
+    model = tmp_path / "big.model"
+    out = subprocess.run([sys.executable, "-c", _CLI_OOM, str(path), str(4000 << 20), str(model)],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 1, (out.returncode, out.stderr[-2000:])
+    assert out.stderr.startswith("superword: error: training on one pretoken of 200000000 bytes"), out.stderr
+    assert "out of memory" in out.stderr and "Traceback" not in out.stderr
+    assert not model.exists() and list(tmp_path.iterdir()) == [path]

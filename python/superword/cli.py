@@ -885,6 +885,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, TypeError, OSError, NotImplementedError, ImportError) as exc:
         print(f"superword: error: {exc}", file=sys.stderr)
         return 2
+    except MemoryError as exc:  # an input too large for this machine's memory, said before
+        # anything was written (a bare MemoryError() of the interpreter has no message)
+        print(f"superword: error: {exc or 'out of memory'}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("superword: interrupted", file=sys.stderr)
         return 130
