@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyIterator};
 
-use super::counts::PyCounts;
+use super::counts::{config_for, PyCounts};
 use super::tokenizer::PyTokenizer;
 use super::{files, guard, iterated, watched, watched_on, PyControl};
 use crate::count::count_documents;
@@ -19,7 +19,6 @@ use crate::train::bpe::Picky;
 use crate::train::candidates::two_pass::{
     phase_one, phase_two, shard_candidates, word_model_for_shards, CandidateTable, PhaseOne,
 };
-use crate::train::Config;
 
 /// Supermerge candidates added up over some documents, for one word model (immutable).
 #[pyclass(name = "Candidates", module = "superword._core", frozen)]
@@ -212,14 +211,11 @@ pub(crate) fn train_phase_one(
     progress: Option<Py<PyAny>>,
 ) -> PyResult<PyPhaseOne> {
     let table = counts.table.clone();
-    let s = &table.settings;
-    let config = Config::new(
+    let config = config_for(
+        &table.settings,
         vocab_size,
         algorithm,
         supermerges,
-        &s.pattern,
-        s.script_pattern.as_deref(),
-        s.scripts.as_deref(),
         greedy_split,
         Picky { tau, blowup },
     )?;

@@ -205,6 +205,28 @@ pub(crate) fn count_iter(
     count(py, options, move |control| iterated(iter, control, None))
 }
 
+/// A training configuration on counted text: the counts' pre-tokenization settings, with the
+/// algorithm's own options (for training on counts, and for phase 1 of two passes).
+pub(super) fn config_for(
+    s: &CountSettings,
+    vocab_size: usize,
+    algorithm: &str,
+    supermerges: Option<usize>,
+    greedy_split: bool,
+    picky: Picky,
+) -> PyResult<Config> {
+    Ok(Config::new(
+        vocab_size,
+        algorithm,
+        supermerges,
+        &s.pattern,
+        s.script_pattern.as_deref(),
+        s.scripts.as_deref(),
+        greedy_split,
+        picky,
+    )?)
+}
+
 /// Train on counts: stages 2 to 4 with the counts' pre-tokenization settings.
 #[pyfunction]
 #[pyo3(signature = (counts, *, vocab_size, algorithm, supermerges, greedy_split, tau, blowup, threads, progress))]
@@ -222,14 +244,11 @@ pub(crate) fn train_counts(
     progress: Option<Py<PyAny>>,
 ) -> PyResult<PyTokenizer> {
     let table = counts.table.clone();
-    let s = &table.settings;
-    let config = Config::new(
+    let config = config_for(
+        &table.settings,
         vocab_size,
         algorithm,
         supermerges,
-        &s.pattern,
-        s.script_pattern.as_deref(),
-        s.scripts.as_deref(),
         greedy_split,
         Picky { tau, blowup },
     )?;
