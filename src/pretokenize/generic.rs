@@ -123,17 +123,7 @@ pub fn pattern_size(pattern: &str) -> u64 {
                 atom = 1;
             }
             '[' => {
-                i += 1;
-                if p.get(i) == Some(&'^') {
-                    i += 1;
-                }
-                if p.get(i) == Some(&']') {
-                    i += 1;
-                }
-                while i < n && p[i] != ']' {
-                    i += if p[i] == '\\' { 2 } else { 1 };
-                }
-                i += 1;
+                i = set_close(&p, i) + 1;
                 atom = 1;
             }
             '(' => {
@@ -450,6 +440,23 @@ impl Generic {
     }
 }
 
+/// The position of the `]` that closes the set opening at `open` (a `]` first in the set, or
+/// after `^`, is a member), or the pattern's length when nothing closes it.
+fn set_close(p: &[char], open: usize) -> usize {
+    let n = p.len();
+    let mut j = open + 1;
+    if p.get(j) == Some(&'^') {
+        j += 1;
+    }
+    if p.get(j) == Some(&']') {
+        j += 1;
+    }
+    while j < n && p[j] != ']' {
+        j += if p[j] == '\\' { 2 } else { 1 };
+    }
+    j.min(n)
+}
+
 /// Where the atom at `p[i]` ends when it matches exactly one character (a character, an
 /// escaped character, a class escape such as `\s` or `\p{L}`, or a set); the same walk as
 /// `_one_character_end` in `reference/pretokenize.py`.
@@ -479,16 +486,7 @@ fn one_character_end(p: &[char], i: usize) -> Option<usize> {
         return None;
     }
     if c == '[' {
-        let mut j = i + 1;
-        if p.get(j) == Some(&'^') {
-            j += 1;
-        }
-        if p.get(j) == Some(&']') {
-            j += 1;
-        }
-        while j < n && p[j] != ']' {
-            j += if p[j] == '\\' { 2 } else { 1 };
-        }
+        let j = set_close(p, i);
         return (j < n).then_some(j + 1);
     }
     if "\\^$.|?*+()[]{}".contains(c) {
