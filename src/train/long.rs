@@ -191,10 +191,6 @@ impl LongSequence {
     /// Every adjacent pair of live tokens in `windows` that holds `merged`, with the position
     /// of its left token (overlapping `(t, t)` pairs included: the index lists every place
     /// a pair may start).
-    fn each_new_pair(&self, windows: &[(u32, u32)], merged: TokenId, f: impl FnMut(Pair, usize)) {
-        Self::each_new_pair_in(&self.tokens, windows, merged, f)
-    }
-
     fn each_new_pair_in(
         tokens: &[TokenId],
         windows: &[(u32, u32)],
@@ -221,6 +217,13 @@ impl LongSequence {
     /// Replace each non-overlapping occurrence of `pair` by `merged`, left to right.  For every
     /// pair whose count changes, `delta` gets the change times `weight`; `new_pair` is called
     /// with each new pair that holds `merged`.  Returns whether anything changed.
+    ///
+    /// The occurrences are taken left to right, each checked when it comes (the next one
+    /// bounds the window of the one before), and each group of windows that meet is
+    /// recounted, merged and indexed at once, while its tokens are in the cache.  (Checking
+    /// all occurrences, then making all windows, then counting, merging and counting again
+    /// walked a sequence larger than the caches six times, each occurrence a cache miss every
+    /// time: most of the time of a training on one long word.)
     pub fn merge(
         &mut self,
         pair: Pair,
@@ -229,36 +232,22 @@ impl LongSequence {
         delta: &mut FxHashMap<Pair, i64>,
         mut new_pair: impl FnMut(Pair),
     ) -> bool {
-        // 1. the live occurrences, left to right, non-overlapping: their left positions,
-        // kept in the index's list itself (the right one is the next live position), so that
-        // a merge of n occurrences needs no second array of them
-        let mut occurrences = self.index.remove(&pair).unwrap_or_default();
-        occurrences.sort_unstable();
-        occurrences.dedup();
-        let (mut kept, mut last_right) = (0, None);
-        for k in 0..occurrences.len() {
-            let i = occurrences[k] as usize;
-            if self.tokens[i] != pair.0 || last_right.is_some_and(|j| j >= i) {
-                continue;
-            }
-            if let Some(j) = self.next(i) {
-                if self.tokens[j] == pair.1 {
-                    occurrences[kept] = i as u32;
-                    kept += 1;
-                    last_right = Some(j);
-                }
-            }
-        }
-        occurrences.truncate(kept);
-        if occurrences.is_empty() {
+        let mut list = self.index.remove(&pair).unwrap_or_default();
+        list.sort_unstable();
+        list.dedup();
+        let mut cursor = 0;
+        let mut next = self.occurrence(&list, &mut cursor, pair, None);
+        if next.is_none() {
             return false;
         }
-        // 2. windows around them (first and last position, both live now), joined when they meet
-        let mut windows: Vec<(u32, u32)> = Vec::new();
-        for (k, &i) in occurrences.iter().enumerate() {
-            let i = i as usize;
-            let j = self.next(i).expect("an occurrence has a right token");
-            let stop_left = windows.last().map(|w| w.1 as usize);
+        // the group being gathered: its occurrences (left and right positions) and its span
+        let mut group: Vec<(u32, u32)> = Vec::new();
+        let mut span: Option<(usize, usize)> = None;
+        while let Some((i, j)) = next {
+            next = self.occurrence(&list, &mut cursor, pair, Some(j));
+            // the window: from the start of the repeat holding the token before the
+            // occurrence to the end of the repeat holding the token after it
+            let stop_left = span.map(|s| s.1);
             let mut lo = i;
             if let Some(p) = self.prev(i) {
                 lo = p;
@@ -269,7 +258,7 @@ impl LongSequence {
                     lo = q;
                 }
             }
-            let stop_right = occurrences.get(k + 1).map(|&o| o as usize);
+            let stop_right = next.map(|(i, _)| i);
             let mut hi = j;
             if let Some(n) = self.next(j) {
                 hi = n;
@@ -280,56 +269,30 @@ impl LongSequence {
                     hi = q;
                 }
             }
-            match windows.last_mut() {
-                Some(last) if lo <= last.1 as usize => last.1 = last.1.max(hi as u32),
-                _ => windows.push((lo as u32, hi as u32)),
-            }
-        }
-        // 3. the old windows' pairs go (counted in place: a window can be the whole sequence)
-        for &(lo, hi) in &windows {
-            let (lo, hi) = (lo as usize, hi as usize);
-            count_live_pairs(&self.tokens[lo..=hi], lo, |p, _| {
-                *delta.entry(p).or_insert(0) -= weight
-            });
-        }
-        // 4. merge, left to right (each right token is found before any hole is made past it)
-        for &i in &occurrences {
-            let j = self.next(i as usize).expect("an occurrence has a right token");
-            self.tokens[i as usize] = merged;
-            self.tokens[j] = HOLE;
-        }
-        self.live -= occurrences.len();
-        drop(occurrences);
-        // 5. the new windows' pairs come; new adjacent pairs enter the index.  (All adjacent
-        // pairs holding `merged`, which `count_live_pairs` may skip as overlapping.)
-        for &(lo, hi) in &windows {
-            let (lo, hi) = (lo as usize, hi as usize);
-            count_live_pairs(&self.tokens[lo..=hi], lo, |p, _| {
-                *delta.entry(p).or_insert(0) += weight;
-                if p.0 == merged || p.1 == merged {
-                    new_pair(p);
+            match &mut span {
+                Some(s) if lo <= s.1 => s.1 = s.1.max(hi),
+                _ => {
+                    if let Some((a, b)) = span {
+                        if let Err(e) = self.merge_window(a, b, &group, merged, weight, delta, &mut new_pair)
+                        {
+                            self.failed = Some(e);
+                            return true;
+                        }
+                        group.clear();
+                    }
+                    span = Some((lo, hi));
                 }
-            });
+            }
+            group.push((i as u32, j as u32));
         }
-        // the new pairs' positions, each list grown once to its size (one merge in a long
-        // repeat makes as many new pairs as it merged: growing by doubling would hold 1.5 times
-        // that, and an allocation that fails must be an error, not an abort)
-        let mut added: FxHashMap<Pair, usize> = FxHashMap::default();
-        self.each_new_pair(&windows, merged, |p, _| *added.entry(p).or_insert(0) += 1);
-        for (p, more) in added {
-            if self.index.entry(p).or_default().try_reserve_exact(more).is_err() {
-                self.failed = Some(Error::Memory(format!(
-                    "{}: out of memory (the positions of {more} new pairs could not be allocated)",
-                    what(self.tokens.len())
-                )));
+        if let Some((a, b)) = span {
+            if let Err(e) = self.merge_window(a, b, &group, merged, weight, delta, &mut new_pair) {
+                self.failed = Some(e);
                 return true;
             }
         }
-        let index = &mut self.index;
-        Self::each_new_pair_in(&self.tokens, &windows, merged, |p, at| {
-            index.get_mut(&p).expect("reserved above").push(at as u32)
-        });
-        // 6. compact when holes outnumber tokens (each compaction at least halves the length;
+        drop(list);
+        // compact when holes outnumber tokens (each compaction at least halves the length;
         // the index is rebuilt at its final size)
         if self.live * 2 < self.tokens.len() {
             self.tokens.retain(|&t| t != HOLE);
@@ -339,6 +302,80 @@ impl LongSequence {
             }
         }
         true
+    }
+
+    /// The next live occurrence of `pair` at or after `list[*cursor]` (the index's sorted
+    /// positions, some stale) that starts after `last_right`: its left and right positions.
+    fn occurrence(
+        &self,
+        list: &[u32],
+        cursor: &mut usize,
+        pair: Pair,
+        last_right: Option<usize>,
+    ) -> Option<(usize, usize)> {
+        while let Some(&i) = list.get(*cursor) {
+            *cursor += 1;
+            let i = i as usize;
+            if self.tokens[i] != pair.0 || last_right.is_some_and(|j| j >= i) {
+                continue;
+            }
+            if let Some(j) = self.next(i) {
+                if self.tokens[j] == pair.1 {
+                    return Some((i, j));
+                }
+            }
+        }
+        None
+    }
+
+    /// Merge the `occurrences` inside the window `lo..=hi` (a group of windows that meet):
+    /// the window's pairs are counted out, the occurrences merged, the pairs counted in, and
+    /// the new pairs holding `merged` enter the index.
+    #[allow(clippy::too_many_arguments)]
+    fn merge_window(
+        &mut self,
+        lo: usize,
+        hi: usize,
+        occurrences: &[(u32, u32)],
+        merged: TokenId,
+        weight: i64,
+        delta: &mut FxHashMap<Pair, i64>,
+        new_pair: &mut impl FnMut(Pair),
+    ) -> Result<()> {
+        count_live_pairs(&self.tokens[lo..=hi], lo, |p, _| {
+            *delta.entry(p).or_insert(0) -= weight
+        });
+        for &(i, j) in occurrences {
+            self.tokens[i as usize] = merged;
+            self.tokens[j as usize] = HOLE;
+        }
+        self.live -= occurrences.len();
+        // (all adjacent pairs holding `merged` enter the index, which `count_live_pairs` may
+        // skip as overlapping)
+        count_live_pairs(&self.tokens[lo..=hi], lo, |p, _| {
+            *delta.entry(p).or_insert(0) += weight;
+            if p.0 == merged || p.1 == merged {
+                new_pair(p);
+            }
+        });
+        let (tokens, index) = (&self.tokens, &mut self.index);
+        let mut failed = None;
+        Self::each_new_pair_in(tokens, &[(lo as u32, hi as u32)], merged, |p, at| {
+            let list = index.entry(p).or_default();
+            // (grown fallibly: an allocation that fails must be an error, not an abort)
+            if list.len() == list.capacity() && list.try_reserve(1).is_err() {
+                failed.get_or_insert(p);
+                return;
+            }
+            list.push(at as u32);
+        });
+        match failed {
+            Some(_) => Err(Error::Memory(format!(
+                "{}: out of memory (the positions of new pairs could not be allocated)",
+                what(tokens.len())
+            ))),
+            None => Ok(()),
+        }
     }
 }
 
