@@ -10,8 +10,9 @@ the limit is shown as ``> LIMIT``.  The long words are letters drawn by a seeded
 (one pretoken for the GPT-4o and cl100k patterns), or one repeated character.
 
 Cases: cl100k_base (``Tokenizer.from_tiktoken``, tiktoken's ranks) and minbpe's
-``GPT4Tokenizer`` encoding 100,000 x "東" and "a"; a BoundlessBPE model and a minbpe
-``RegexTokenizer`` encoding random words; BPE and BoundlessBPE training on a single word read
+``GPT4Tokenizer`` encoding 100,000 x "東" and "a"; BPE, PickyBPE (``tau`` 0.9: merges and
+deletions) and BoundlessBPE models and a minbpe ``RegexTokenizer`` encoding random words of
+2 and 10 MB (and the PickyBPE model "ab" repeated); BPE and BoundlessBPE training on a single word read
 from a file, up to hundreds of megabytes.  A BPE model trained on one line of 20 MB of "ab"
 (its vocabulary holds tokens of megabytes) encoding 2 MB of "ab": the first call builds the
 encoder, which encodes every token alone to find the reachable ones; a superword model on one
@@ -36,6 +37,8 @@ CASES: dict[str, tuple[str, str]] = {
         "tok = cl100k()\ntext = '東' * 100_000", "ids = tok.encode_ordinary(text)"),
     "cl100k encode 100,000 x 'a'": (
         "tok = cl100k()\ntext = 'a' * 100_000", "ids = tok.encode_ordinary(text)"),
+    "cl100k encode 2 MB random word": (
+        "tok = cl100k()\ntext = word(2_000_000)", "ids = tok.encode_ordinary(text)"),
     "cl100k encode 10 MB random word": (
         "tok = cl100k()\ntext = word(10_000_000)", "ids = tok.encode_ordinary(text)"),
     "minbpe GPT4Tokenizer encode 100,000 x '東'": (
@@ -44,6 +47,30 @@ CASES: dict[str, tuple[str, str]] = {
     "minbpe RegexTokenizer encode 1 MB random word": (
         "from superword.minbpe import RegexTokenizer\ntok = RegexTokenizer()\n"
         "tok.train(taylor(), 2000)\ntext = word(1_000_000)", "ids = tok.encode(text)"),
+    "minbpe RegexTokenizer encode 10 MB random word": (
+        "from superword.minbpe import RegexTokenizer\ntok = RegexTokenizer()\n"
+        "tok.train(taylor(), 2000)\ntext = word(10_000_000)", "ids = tok.encode(text)"),
+    "BPE (word model) encode 2 MB random word": (
+        "tok = superword.train(taylor_path(), 4000, 'bpe')\ntext = word(2_000_000)",
+        "ids = tok.encode(text)"),
+    "BPE (word model) encode 10 MB random word": (
+        "tok = superword.train(taylor_path(), 4000, 'bpe')\ntext = word(10_000_000)",
+        "ids = tok.encode(text)"),
+    "PickyBPE encode 2 MB random word": (
+        "tok = superword.train(taylor_path(), 4000, 'bpe', tau=0.9)\ntext = word(2_000_000)",
+        "ids = tok.encode(text)"),
+    "PickyBPE encode 10 MB random word": (
+        "tok = superword.train(taylor_path(), 4000, 'bpe', tau=0.9)\ntext = word(10_000_000)",
+        "ids = tok.encode(text)"),
+    "PickyBPE encode 'ab' x 1,000,000": (
+        "tok = superword.train(taylor_path(), 4000, 'bpe', tau=0.9)\ntext = 'ab' * 1_000_000",
+        "ids = tok.encode(text)"),
+    "PickyBPE encode 'ab' x 5,000,000": (
+        "tok = superword.train(taylor_path(), 4000, 'bpe', tau=0.9)\ntext = 'ab' * 5_000_000",
+        "ids = tok.encode(text)"),
+    "BoundlessBPE encode 2 MB random word": (
+        "tok = superword.train(taylor_path(), 4000, 'boundless')\ntext = word(2_000_000)",
+        "ids = tok.encode(text)"),
     "BoundlessBPE encode 10 MB random word": (
         "tok = superword.train(taylor_path(), 4000, 'boundless')\ntext = word(10_000_000)",
         "ids = tok.encode(text)"),
@@ -64,6 +91,8 @@ CASES: dict[str, tuple[str, str]] = {
         "path = word_file(100_000)", "tok = superword.train(path, 4000, 'bpe')"),
     "BPE train, one word of 1 MB": (
         "path = word_file(1_000_000)", "tok = superword.train(path, 4000, 'bpe')"),
+    "BPE train, one word of 2 MB": (
+        "path = word_file(2_000_000)", "tok = superword.train(path, 4000, 'bpe')"),
     "BPE train, one word of 10 MB": (
         "path = word_file(10_000_000)", "tok = superword.train(path, 4000, 'bpe')"),
     "BPE train, one word of 50 MB": (
@@ -74,6 +103,8 @@ CASES: dict[str, tuple[str, str]] = {
         "path = word_file(100_000_000)", "tok = superword.train(path, 32768, 'bpe')"),
     "BPE train, one word of 300 MB": (
         "path = word_file(300_000_000)", "tok = superword.train(path, 32768, 'bpe')"),
+    "BoundlessBPE train, one word of 2 MB": (
+        "path = word_file(2_000_000)", "tok = superword.train(path, 4000, 'boundless')"),
     "BoundlessBPE train, one word of 10 MB": (
         "path = word_file(10_000_000)", "tok = superword.train(path, 4000, 'boundless')"),
 }
