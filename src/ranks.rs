@@ -475,7 +475,13 @@ pub fn byte_pair_parts(piece: &[u8], rank: impl Fn(&[u8]) -> Option<u32>) -> Vec
             queue.push(joined[i], i as u32);
         }
     }
-    while let Some((r, i)) = queue.pop() {
+    while let Some((r, i, ahead)) = queue.pop() {
+        // (the starts of one rank lie far apart in a long piece: loading the parts of one
+        // some way ahead overlaps the waits)
+        if let Some(a) = ahead {
+            crate::prefetch(joined.as_ptr().wrapping_add(a as usize));
+            crate::prefetch(next.as_ptr().wrapping_add(a as usize));
+        }
         let i = i as usize;
         if joined[i] != r {
             continue;
@@ -557,7 +563,8 @@ impl RankQueue {
         }
     }
 
-    fn pop(&mut self) -> Option<(u32, u32)> {
+    /// The smallest entry, and a start of its rank to come some pops later (to prefetch).
+    fn pop(&mut self) -> Option<(u32, u32, Option<u32>)> {
         loop {
             let std::cmp::Reverse((rank, s)) = *self.ranks.peek()?;
             let b = &mut self.buckets[s as usize];
@@ -566,7 +573,8 @@ impl RankQueue {
                 b.sorted = true;
             }
             if let Some(start) = b.starts.pop() {
-                return Some((rank, start));
+                let ahead = b.starts.len().checked_sub(16).map(|k| b.starts[k]);
+                return Some((rank, start, ahead));
             }
             // empty: its memory goes back, and it leaves the heap until pushed to again
             b.starts = Vec::new();

@@ -87,6 +87,9 @@ pub const LONG_SEQUENCE: usize = 1 << 16;
 /// A position whose token was merged into its left neighbour.
 const HOLE: TokenId = TokenId::MAX;
 
+/// How many occurrences ahead a merge asks for the tokens of the next ones.
+const PREFETCH_AHEAD: usize = 16;
+
 pub struct LongSequence {
     tokens: Vec<TokenId>,
     live: usize,
@@ -292,16 +295,49 @@ impl LongSequence {
             }
         }
         drop(list);
-        // compact when holes outnumber tokens (each compaction at least halves the length;
-        // the index is rebuilt at its final size)
+        // compact when holes outnumber tokens (each compaction at least halves the length)
         if self.live * 2 < self.tokens.len() {
-            self.tokens.retain(|&t| t != HOLE);
-            self.tokens.shrink_to_fit();
-            if let Err(e) = self.build_index() {
+            if let Err(e) = self.compact() {
                 self.failed = Some(e);
             }
         }
         true
+    }
+
+    /// Drop the holes, and move the index's positions with their tokens, dropping the stale
+    /// ones.  (Rebuilding the index instead, two look-ups in a table of all pairs for every
+    /// position and every list allocated afresh, was a sixth of a training on one long word.)
+    fn compact(&mut self) -> Result<()> {
+        let mut moved: Vec<u32> = try_vec(self.tokens.len(), &what(self.tokens.len()))?;
+        let mut k = 0;
+        for &t in &self.tokens {
+            moved.push(k);
+            k += (t != HOLE) as u32;
+        }
+        let tokens = &self.tokens;
+        for (pair, list) in self.index.iter_mut() {
+            list.retain_mut(|at| {
+                let i = *at as usize;
+                if tokens[i] != pair.0 {
+                    return false;
+                }
+                match tokens[i + 1..].iter().find(|&&t| t != HOLE) {
+                    Some(&t) if t == pair.1 => {
+                        *at = moved[i];
+                        true
+                    }
+                    _ => false,
+                }
+            });
+            if list.len() < list.capacity() / 2 {
+                list.shrink_to_fit();
+            }
+        }
+        self.index.retain(|_, list| !list.is_empty());
+        drop(moved);
+        self.tokens.retain(|&t| t != HOLE);
+        self.tokens.shrink_to_fit();
+        Ok(())
     }
 
     /// The next live occurrence of `pair` at or after `list[*cursor]` (the index's sorted
@@ -314,6 +350,11 @@ impl LongSequence {
         last_right: Option<usize>,
     ) -> Option<(usize, usize)> {
         while let Some(&i) = list.get(*cursor) {
+            // (the occurrences lie far apart in a sequence larger than the caches: loading the
+            // tokens of one some way ahead overlaps the waits)
+            if let Some(&ahead) = list.get(*cursor + PREFETCH_AHEAD) {
+                crate::prefetch(self.tokens.as_ptr().wrapping_add(ahead as usize));
+            }
             *cursor += 1;
             let i = i as usize;
             if self.tokens[i] != pair.0 || last_right.is_some_and(|j| j >= i) {
