@@ -243,6 +243,9 @@ impl LongSequence {
         if next.is_none() {
             return false;
         }
+        // the positions of the new pairs, gathered here (a small table, in the cache) and
+        // added to the index's lists at the end, each grown once
+        let mut added: FxHashMap<Pair, Vec<u32>> = FxHashMap::default();
         // the group being gathered: its occurrences (left and right positions) and its span
         let mut group: Vec<(u32, u32)> = Vec::new();
         let mut span: Option<(usize, usize)> = None;
@@ -276,7 +279,8 @@ impl LongSequence {
                 Some(s) if lo <= s.1 => s.1 = s.1.max(hi),
                 _ => {
                     if let Some((a, b)) = span {
-                        if let Err(e) = self.merge_window(a, b, &group, merged, weight, delta, &mut new_pair)
+                        if let Err(e) =
+                            self.merge_window(a, b, &group, merged, weight, delta, &mut new_pair, &mut added)
                         {
                             self.failed = Some(e);
                             return true;
@@ -289,12 +293,25 @@ impl LongSequence {
             group.push((i as u32, j as u32));
         }
         if let Some((a, b)) = span {
-            if let Err(e) = self.merge_window(a, b, &group, merged, weight, delta, &mut new_pair) {
+            if let Err(e) = self.merge_window(a, b, &group, merged, weight, delta, &mut new_pair, &mut added)
+            {
                 self.failed = Some(e);
                 return true;
             }
         }
         drop(list);
+        for (p, positions) in added {
+            let list = self.index.entry(p).or_default();
+            if list.try_reserve_exact(positions.len()).is_err() {
+                self.failed = Some(Error::Memory(format!(
+                    "{}: out of memory (the positions of {} new pairs could not be allocated)",
+                    what(self.tokens.len()),
+                    positions.len()
+                )));
+                return true;
+            }
+            list.extend_from_slice(&positions);
+        }
         // compact when holes outnumber tokens (each compaction at least halves the length)
         if self.live * 2 < self.tokens.len() {
             if let Err(e) = self.compact() {
@@ -316,19 +333,22 @@ impl LongSequence {
         }
         let tokens = &self.tokens;
         for (pair, list) in self.index.iter_mut() {
-            list.retain_mut(|at| {
-                let i = *at as usize;
+            let mut kept = 0;
+            for k in 0..list.len() {
+                if let Some(&ahead) = list.get(k + PREFETCH_AHEAD) {
+                    crate::prefetch(tokens.as_ptr().wrapping_add(ahead as usize));
+                    crate::prefetch(moved.as_ptr().wrapping_add(ahead as usize));
+                }
+                let i = list[k] as usize;
                 if tokens[i] != pair.0 {
-                    return false;
+                    continue;
                 }
-                match tokens[i + 1..].iter().find(|&&t| t != HOLE) {
-                    Some(&t) if t == pair.1 => {
-                        *at = moved[i];
-                        true
-                    }
-                    _ => false,
+                if tokens[i + 1..].iter().find(|&&t| t != HOLE) == Some(&pair.1) {
+                    list[kept] = moved[i];
+                    kept += 1;
                 }
-            });
+            }
+            list.truncate(kept);
             if list.len() < list.capacity() / 2 {
                 list.shrink_to_fit();
             }
@@ -382,6 +402,7 @@ impl LongSequence {
         weight: i64,
         delta: &mut FxHashMap<Pair, i64>,
         new_pair: &mut impl FnMut(Pair),
+        added: &mut FxHashMap<Pair, Vec<u32>>,
     ) -> Result<()> {
         count_live_pairs(&self.tokens[lo..=hi], lo, |p, _| {
             *delta.entry(p).or_insert(0) -= weight
@@ -399,10 +420,10 @@ impl LongSequence {
                 new_pair(p);
             }
         });
-        let (tokens, index) = (&self.tokens, &mut self.index);
+        let tokens = &self.tokens;
         let mut failed = None;
         Self::each_new_pair_in(tokens, &[(lo as u32, hi as u32)], merged, |p, at| {
-            let list = index.entry(p).or_default();
+            let list = added.entry(p).or_default();
             // (grown fallibly: an allocation that fails must be an error, not an abort)
             if list.len() == list.capacity() && list.try_reserve(1).is_err() {
                 failed.get_or_insert(p);
