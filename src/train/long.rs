@@ -325,26 +325,34 @@ impl LongSequence {
     /// ones.  (Rebuilding the index instead, two look-ups in a table of all pairs for every
     /// position and every list allocated afresh, was a sixth of a training on one long word.)
     fn compact(&mut self) -> Result<()> {
-        let mut moved: Vec<u32> = try_vec(self.tokens.len(), &what(self.tokens.len()))?;
+        // the new position of a live token: the live tokens before its block of 32 (kept per
+        // block: a number per position would be as large as the tokens) and in it
+        const BLOCK: usize = 32;
+        let blocks = self.tokens.len().div_ceil(BLOCK);
+        let mut before: Vec<u32> = try_vec(blocks, &what(self.tokens.len()))?;
         let mut k = 0;
-        for &t in &self.tokens {
-            moved.push(k);
-            k += (t != HOLE) as u32;
+        for block in self.tokens.chunks(BLOCK) {
+            before.push(k);
+            k += block.iter().filter(|&&t| t != HOLE).count() as u32;
         }
         let tokens = &self.tokens;
+        let moved = |i: usize| {
+            let start = i & !(BLOCK - 1);
+            before[i / BLOCK] + tokens[start..i].iter().filter(|&&t| t != HOLE).count() as u32
+        };
         for (pair, list) in self.index.iter_mut() {
             let mut kept = 0;
             for k in 0..list.len() {
                 if let Some(&ahead) = list.get(k + PREFETCH_AHEAD) {
                     crate::prefetch(tokens.as_ptr().wrapping_add(ahead as usize));
-                    crate::prefetch(moved.as_ptr().wrapping_add(ahead as usize));
+                    crate::prefetch(before.as_ptr().wrapping_add(ahead as usize / BLOCK));
                 }
                 let i = list[k] as usize;
                 if tokens[i] != pair.0 {
                     continue;
                 }
                 if tokens[i + 1..].iter().find(|&&t| t != HOLE) == Some(&pair.1) {
-                    list[kept] = moved[i];
+                    list[kept] = moved(i);
                     kept += 1;
                 }
             }
@@ -354,7 +362,7 @@ impl LongSequence {
             }
         }
         self.index.retain(|_, list| !list.is_empty());
-        drop(moved);
+        drop(before);
         self.tokens.retain(|&t| t != HOLE);
         self.tokens.shrink_to_fit();
         Ok(())
