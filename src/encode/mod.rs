@@ -32,6 +32,7 @@ pub use specials::{Allowed, Part, Specials};
 
 mod merge;
 mod picky;
+mod reach;
 
 pub use merge::merge_by_rank;
 pub(crate) use merge::{merge_heap, merge_scan};
@@ -212,12 +213,21 @@ impl Encoder {
         Ok(self)
     }
 
-    /// Word tokens whose text, encoded alone without the shortcut, is that one token.
+    /// Word tokens whose text, encoded alone without the shortcut, is that one token (SPEC
+    /// 3, rule 1).  Without deletions, which tokens step 3 makes from their own bytes comes
+    /// from the merges' structure ([`reach`]); the text is still pre-tokenized, once.  With
+    /// deletions every token is encoded alone ([`Encoder::reachable_by_encoding`]).
     fn find_reachable(&self, is_super: &[bool]) -> Result<Vec<bool>> {
-        crate::threads::parallel(|| self.reachable_in_pool(is_super))?
+        if self.picky.is_some() {
+            return self.reachable_by_encoding(is_super);
+        }
+        let single = reach::single_by_merges(self.vocab.len(), &self.byte_ids, &self.ranks);
+        crate::threads::parallel(|| self.reachable_in_pool(is_super, &single))?
     }
 
-    fn reachable_in_pool(&self, is_super: &[bool]) -> Result<Vec<bool>> {
+    fn reachable_in_pool(&self, is_super: &[bool], single: &[bool]) -> Result<Vec<bool>> {
+        // step 3 on a piece's bytes is one token when they are a token `single` holds
+        let one = |piece: &[u8]| self.ids.get(piece).copied().filter(|&t| single[t as usize]);
         (0..self.vocab.len())
             .into_par_iter()
             .map(|id| {
@@ -227,11 +237,59 @@ impl Encoder {
                 let Ok(text) = std::str::from_utf8(&self.vocab[id]) else {
                     return Ok(false);
                 };
-                let mut out = Vec::new();
-                self.encode_into(text, false, &mut out)?;
-                Ok(out.len() == 1)
+                // each pretoken's tokens; a pretoken of several ends the test (`None`)
+                let mut tokens: Option<Vec<TokenId>> = Some(Vec::new());
+                self.pretokenizer.for_each(text, |piece| {
+                    let next = tokens.as_ref().and(one(piece.as_bytes()));
+                    match (tokens.as_mut(), next) {
+                        (Some(t), Some(x)) => t.push(x),
+                        _ => tokens = None,
+                    }
+                })?;
+                let Some(mut tokens) = tokens else {
+                    return Ok(false);
+                };
+                if tokens.len() >= 2 {
+                    // one token in the end only when all are in supermerges and step 4 joins
+                    // them (a word token stays apart from the rest)
+                    if self.super_ranks.is_empty() || tokens.iter().any(|&t| self.super_part[t as usize] == 0)
+                    {
+                        return Ok(false);
+                    }
+                    self.flush(&mut tokens, 0);
+                }
+                Ok(tokens.len() == 1)
             })
             .collect()
+    }
+
+    /// The definition of the reachable tokens: each non-super token's text encoded alone,
+    /// without the shortcut.  Used for models with deletions, and by the tests as the oracle
+    /// of [`Encoder::find_reachable`].
+    #[doc(hidden)]
+    pub fn reachable_by_encoding(&self, is_super: &[bool]) -> Result<Vec<bool>> {
+        crate::threads::parallel(|| {
+            (0..self.vocab.len())
+                .into_par_iter()
+                .map(|id| {
+                    if is_super[id] {
+                        return Ok(false);
+                    }
+                    let Ok(text) = std::str::from_utf8(&self.vocab[id]) else {
+                        return Ok(false);
+                    };
+                    let mut out = Vec::new();
+                    self.encode_into(text, false, &mut out)?;
+                    Ok(out.len() == 1)
+                })
+                .collect()
+        })?
+    }
+
+    /// Which token ids are reachable (the shortcut's tokens), for tests.
+    #[doc(hidden)]
+    pub fn reachable(&self) -> &[bool] {
+        &self.reachable
     }
 
     /// The token a pretoken's bytes are when it is a reachable token (the shortcut's test).
