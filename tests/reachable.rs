@@ -53,13 +53,14 @@ fn every_golden_model() {
 fn trained_models() {
     let pool = rayon::ThreadPoolBuilder::new().build().unwrap();
     for corpus in ["taylorswift_400.jsonl", "multi_1230.jsonl"] {
-        for (algorithm, vocab_size, supermerges, tau) in [
-            ("bpe", 300, None, 1.1),
-            ("bpe", 2500, None, 1.1),
-            ("bpe", 1500, None, 0.7),
-            ("boundless", 2500, None, 1.1),
-            ("superbpe", 2500, Some(500), 1.1),
-            ("superbpe", 1500, Some(300), 0.8),
+        for (algorithm, vocab_size, supermerges, tau, greedy) in [
+            ("bpe", 300, None, 1.1, false),
+            ("bpe", 2500, None, 1.1, false),
+            ("bpe", 1500, None, 0.7, false),
+            ("boundless", 2500, None, 1.1, false),
+            ("boundless", 2500, None, 1.1, true),
+            ("superbpe", 2500, Some(500), 1.1, false),
+            ("superbpe", 1500, Some(300), 0.8, false),
         ] {
             let picky = Picky { tau, blowup: false };
             let config = Config::new(
@@ -69,7 +70,7 @@ fn trained_models() {
                 GPT4O,
                 None,
                 None,
-                false,
+                greedy,
                 picky,
             )
             .unwrap();
@@ -80,7 +81,11 @@ fn trained_models() {
                 read_ahead: false,
             };
             let model = train(&mut documents, &config, &pool, &Silent, &mut Vec::new()).unwrap();
-            check(&model, &format!("{corpus} {algorithm} {vocab_size} tau {tau}"));
+            assert_eq!(model.ngrams.is_some(), greedy);
+            check(
+                &model,
+                &format!("{corpus} {algorithm} {vocab_size} tau {tau} greedy {greedy}"),
+            );
         }
     }
 }

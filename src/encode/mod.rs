@@ -78,7 +78,8 @@ pub struct Encoder {
     /// of it (no gain beyond the noise).
     shortcut: ByteMap,
     ngrams: Option<NgramTables>,
-    /// the merges and deletions of a model with PickyBPE deletions (then `ranks` is unused)
+    /// the merges and deletions of a model with PickyBPE deletions, or with a pair merged
+    /// twice (then `ranks` is unused)
     picky: Option<Picky>,
     /// special tokens, and what cutting texts at them needs
     special: Specials,
@@ -108,8 +109,13 @@ impl Encoder {
         }
         let table = |merges: &Merges| -> Result<FxHashMap<(TokenId, TokenId), (u32, TokenId)>> {
             let mut out = FxHashMap::default();
+            // one buffer for every merge's bytes rather than a new vector each (with tokens of
+            // megabytes, every new vector was fresh pages for the kernel to zero)
+            let mut merged = Vec::new();
             for (i, m) in merges.iter().enumerate() {
-                let merged = [m.left, m.right].concat();
+                merged.clear();
+                merged.extend_from_slice(m.left);
+                merged.extend_from_slice(m.right);
                 let find = |t: &[u8]| {
                     ids.get(t).copied().ok_or_else(|| {
                         Error::Value(format!(
@@ -130,7 +136,15 @@ impl Encoder {
                 py_bytes(&[b])
             )));
         }
-        let picky = if model.deletions.is_empty() {
+        let ranks = if model.deletions.is_empty() {
+            table(&model.merges)?
+        } else {
+            FxHashMap::default()
+        };
+        // a pair merged twice applies again at its later index once the first is past (SPEC
+        // 7.3); the table holds one index per pair, the replay of `Picky` all of them.  Only
+        // a model with deletions or a hand-made file repeats a pair.
+        let picky = if model.deletions.is_empty() && ranks.len() == model.merges.len() {
             None
         } else {
             Some(Picky::new(model, &ids)?)
@@ -138,7 +152,7 @@ impl Encoder {
         let ranks = if picky.is_some() {
             FxHashMap::default()
         } else {
-            table(&model.merges)?
+            ranks
         };
         // one more entry, 0, for the padding id (`vocab.len()`, see `flush_run`)
         let mut super_part = vec![0u8; model.vocab.len() + 1];
@@ -214,9 +228,10 @@ impl Encoder {
     }
 
     /// Word tokens whose text, encoded alone without the shortcut, is that one token (SPEC
-    /// 3, rule 1).  Without deletions, which tokens step 3 makes from their own bytes comes
-    /// from the merges' structure ([`reach`]); the text is still pre-tokenized, once.  With
-    /// deletions every token is encoded alone ([`Encoder::reachable_by_encoding`]).
+    /// 3, rule 1).  Which tokens step 3 makes from their own bytes comes from the merges'
+    /// structure ([`reach`]); the text is still pre-tokenized, once.  A model that step 3
+    /// replays with [`Picky`] (deletions, or a pair merged twice) has every token encoded
+    /// alone ([`Encoder::reachable_by_encoding`]).
     fn find_reachable(&self, is_super: &[bool]) -> Result<Vec<bool>> {
         if self.picky.is_some() {
             return self.reachable_by_encoding(is_super);
@@ -264,7 +279,7 @@ impl Encoder {
     }
 
     /// The definition of the reachable tokens: each non-super token's text encoded alone,
-    /// without the shortcut.  Used for models with deletions, and by the tests as the oracle
+    /// without the shortcut.  Used for the models [`Picky`] replays, and by the tests as the oracle
     /// of [`Encoder::find_reachable`].
     #[doc(hidden)]
     pub fn reachable_by_encoding(&self, is_super: &[bool]) -> Result<Vec<bool>> {

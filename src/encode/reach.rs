@@ -3,9 +3,8 @@
 //! The proof that both give the same set is in `docs/algorithm.md` (section 3, reachable
 //! tokens); `Encoder::reachable_by_encoding` is the definition, kept as the tests' oracle.
 //!
-//! Step 3 without deletions is a pass over the merges in index order, each applied at all its
-//! non-overlapping places, left to right (the table keeps the first merge of each pair; a
-//! later one of the same pair never applies).  A token's bytes end as that one token exactly
+//! Step 3 without deletions, on merges that never repeat a pair, is a pass over the merges in
+//! index order, each applied at all its non-overlapping places, left to right.  A token's bytes end as that one token exactly
 //! when some merge `k = (l, r) -> t` finds the state `[l, r]`, which holds when `l` and `r`
 //! are single before stage `k` and no token ever formed across the place where they meet.
 //! Before stage `k` the two sides then evolve as they do alone, so that place only sees the
@@ -22,8 +21,8 @@ const BYTES: i64 = -1;
 /// Not (yet) single.
 const NEVER: i64 = i64::MAX;
 
-/// Per token id: whether applying the regular merges `ranks` (pair -> index and result, the
-/// first merge of each pair) to its bytes alone ends in that one token.  The work is the sum,
+/// Per token id: whether applying the regular merges `ranks` (pair -> index and result, each
+/// pair merged once) to its bytes alone ends in that one token.  The work is the sum,
 /// over the merges that apply, of the two spines' lengths (at most the parts' lengths, and
 /// about their logarithm for the trees training makes).
 pub(super) fn single_by_merges(
@@ -254,5 +253,31 @@ mod tests {
         let n = m.vocab.len();
         assert!(enc.reachable()[n - 20..].iter().all(|&r| r));
         check(&m, "the doubling chain");
+    }
+
+    #[test]
+    fn a_pair_merged_twice_applies_again_at_its_later_index() {
+        // (aa, a) first comes before (a, a) makes "aa", then again after: "aaa" is one token
+        let mut m = model();
+        let mut vocab: Vec<Vec<u8>> = crate::tokens::byte_token_values().map(|b| vec![b]).collect();
+        vocab.extend([b"aaa".to_vec(), b"aa".to_vec()]);
+        let mut merges = Merges::default();
+        for (l, r) in [("aa", "a"), ("a", "a"), ("aa", "a")] {
+            merges.push(Merge {
+                left: l.as_bytes(),
+                right: r.as_bytes(),
+                count: 1,
+                flag: false,
+            });
+        }
+        m.counts = vec![0; vocab.len()];
+        m.is_super = vec![false; vocab.len()];
+        let aaa = crate::tokens::byte_token_values().count() as u32;
+        m.vocab = vocab.into();
+        m.merges = merges;
+        let enc = Encoder::new(&m, false).unwrap();
+        assert_eq!(enc.encode_ordinary("aaa").unwrap(), vec![aaa]);
+        assert!(enc.reachable()[aaa as usize]);
+        check(&m, "a pair merged twice");
     }
 }
