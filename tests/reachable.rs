@@ -2,6 +2,7 @@
 //! are the ones its definition gives, each token's text encoded alone (SPEC 3, rule 1): on
 //! every golden model and on models trained here (word, BoundlessBPE, SuperBPE, PickyBPE).
 
+#[allow(dead_code)] // (the corpora's texts are not needed here)
 mod common;
 
 use common::golden;

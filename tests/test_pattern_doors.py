@@ -138,7 +138,7 @@ CASES = {
     "possessive": (r"\w++|\s+|[^\w\s]", "a possessive quantifier"),
     "word boundary": (r"\b\w+|\s+|[^\w\s]", "a word boundary"),
     "invalid": (r"(\w+|\s+", "not a valid|invalid|missing \\)|unbalanced|parse|regex"),
-    "too large": ("x{%d}|\\w+|\\s+|[^\\w\\s]" % (MAX_PATTERN_SIZE + 1), "too large"),
+    "too large": (f"x{{{MAX_PATTERN_SIZE + 1}}}" + r"|\w+|\s+|[^\w\s]", "too large"),
 }
 
 

@@ -7,6 +7,8 @@ missed, changes no ids; `tests/reachable.rs` and `src/encode/reach.rs` compare t
 themselves.)"""
 from __future__ import annotations
 
+import contextlib
+
 import superword
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -63,10 +65,8 @@ def test_every_token_encodes_alike_in_both_backends(tmp_path_factory, merges, pi
     ref = superword.Tokenizer.load(path, backend="reference")
     texts = []
     for i in range(rust.vocab_size):
-        try:
+        with contextlib.suppress(UnicodeDecodeError):
             texts.append(rust.token_bytes(i).decode("utf-8"))
-        except UnicodeDecodeError:
-            pass
     texts.append("".join(texts[p % len(texts)] for p in picks))
     for text in texts:
         assert rust.encode(text) == ref.encode(text), text
