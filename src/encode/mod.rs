@@ -32,6 +32,7 @@ pub use specials::{Allowed, Part, Specials};
 
 mod merge;
 mod picky;
+mod reach;
 
 pub use merge::merge_by_rank;
 pub(crate) use merge::{merge_heap, merge_scan};
@@ -77,7 +78,8 @@ pub struct Encoder {
     /// of it (no gain beyond the noise).
     shortcut: ByteMap,
     ngrams: Option<NgramTables>,
-    /// the merges and deletions of a model with PickyBPE deletions (then `ranks` is unused)
+    /// the merges and deletions of a model with PickyBPE deletions, or with a pair merged
+    /// twice (then `ranks` is unused)
     picky: Option<Picky>,
     /// special tokens, and what cutting texts at them needs
     special: Specials,
@@ -107,8 +109,13 @@ impl Encoder {
         }
         let table = |merges: &Merges| -> Result<FxHashMap<(TokenId, TokenId), (u32, TokenId)>> {
             let mut out = FxHashMap::default();
+            // one buffer for every merge's bytes rather than a new vector each (with tokens of
+            // megabytes, every new vector was fresh pages for the kernel to zero)
+            let mut merged = Vec::new();
             for (i, m) in merges.iter().enumerate() {
-                let merged = [m.left, m.right].concat();
+                merged.clear();
+                merged.extend_from_slice(m.left);
+                merged.extend_from_slice(m.right);
                 let find = |t: &[u8]| {
                     ids.get(t).copied().ok_or_else(|| {
                         Error::Value(format!(
@@ -129,7 +136,15 @@ impl Encoder {
                 py_bytes(&[b])
             )));
         }
-        let picky = if model.deletions.is_empty() {
+        let ranks = if model.deletions.is_empty() {
+            table(&model.merges)?
+        } else {
+            FxHashMap::default()
+        };
+        // a pair merged twice applies again at its later index once the first is past (SPEC
+        // 7.3); the table holds one index per pair, the replay of `Picky` all of them.  Only
+        // a model with deletions or a hand-made file repeats a pair.
+        let picky = if model.deletions.is_empty() && ranks.len() == model.merges.len() {
             None
         } else {
             Some(Picky::new(model, &ids)?)
@@ -137,7 +152,7 @@ impl Encoder {
         let ranks = if picky.is_some() {
             FxHashMap::default()
         } else {
-            table(&model.merges)?
+            ranks
         };
         // one more entry, 0, for the padding id (`vocab.len()`, see `flush_run`)
         let mut super_part = vec![0u8; model.vocab.len() + 1];
@@ -212,12 +227,22 @@ impl Encoder {
         Ok(self)
     }
 
-    /// Word tokens whose text, encoded alone without the shortcut, is that one token.
+    /// Word tokens whose text, encoded alone without the shortcut, is that one token (SPEC
+    /// 3, rule 1).  Which tokens step 3 makes from their own bytes comes from the merges'
+    /// structure ([`reach`]); the text is still pre-tokenized, once.  A model that step 3
+    /// replays with [`Picky`] (deletions, or a pair merged twice) has every token encoded
+    /// alone ([`Encoder::reachable_by_encoding`]).
     fn find_reachable(&self, is_super: &[bool]) -> Result<Vec<bool>> {
-        crate::threads::parallel(|| self.reachable_in_pool(is_super))?
+        if self.picky.is_some() {
+            return self.reachable_by_encoding(is_super);
+        }
+        let single = reach::single_by_merges(self.vocab.len(), &self.byte_ids, &self.ranks);
+        crate::threads::parallel(|| self.reachable_in_pool(is_super, &single))?
     }
 
-    fn reachable_in_pool(&self, is_super: &[bool]) -> Result<Vec<bool>> {
+    fn reachable_in_pool(&self, is_super: &[bool], single: &[bool]) -> Result<Vec<bool>> {
+        // step 3 on a piece's bytes is one token when they are a token `single` holds
+        let one = |piece: &[u8]| self.ids.get(piece).copied().filter(|&t| single[t as usize]);
         (0..self.vocab.len())
             .into_par_iter()
             .map(|id| {
@@ -227,11 +252,59 @@ impl Encoder {
                 let Ok(text) = std::str::from_utf8(&self.vocab[id]) else {
                     return Ok(false);
                 };
-                let mut out = Vec::new();
-                self.encode_into(text, false, &mut out)?;
-                Ok(out.len() == 1)
+                // each pretoken's tokens; a pretoken of several ends the test (`None`)
+                let mut tokens: Option<Vec<TokenId>> = Some(Vec::new());
+                self.pretokenizer.for_each(text, |piece| {
+                    let next = tokens.as_ref().and(one(piece.as_bytes()));
+                    match (tokens.as_mut(), next) {
+                        (Some(t), Some(x)) => t.push(x),
+                        _ => tokens = None,
+                    }
+                })?;
+                let Some(mut tokens) = tokens else {
+                    return Ok(false);
+                };
+                if tokens.len() >= 2 {
+                    // one token in the end only when all are in supermerges and step 4 joins
+                    // them (a word token stays apart from the rest)
+                    if self.super_ranks.is_empty() || tokens.iter().any(|&t| self.super_part[t as usize] == 0)
+                    {
+                        return Ok(false);
+                    }
+                    self.flush(&mut tokens, 0);
+                }
+                Ok(tokens.len() == 1)
             })
             .collect()
+    }
+
+    /// The definition of the reachable tokens: each non-super token's text encoded alone,
+    /// without the shortcut.  Used for the models [`Picky`] replays, and by the tests as the oracle
+    /// of [`Encoder::find_reachable`].
+    #[doc(hidden)]
+    pub fn reachable_by_encoding(&self, is_super: &[bool]) -> Result<Vec<bool>> {
+        crate::threads::parallel(|| {
+            (0..self.vocab.len())
+                .into_par_iter()
+                .map(|id| {
+                    if is_super[id] {
+                        return Ok(false);
+                    }
+                    let Ok(text) = std::str::from_utf8(&self.vocab[id]) else {
+                        return Ok(false);
+                    };
+                    let mut out = Vec::new();
+                    self.encode_into(text, false, &mut out)?;
+                    Ok(out.len() == 1)
+                })
+                .collect()
+        })?
+    }
+
+    /// Which token ids are reachable (the shortcut's tokens), for tests.
+    #[doc(hidden)]
+    pub fn reachable(&self) -> &[bool] {
+        &self.reachable
     }
 
     /// The token a pretoken's bytes are when it is a reachable token (the shortcut's test).

@@ -639,6 +639,13 @@ fn read_section(lines: &mut Lines) -> Result<Section> {
     })();
     let (settings, is_super, superbpe_mode) =
         parsed.map_err(|e| lines.error(format!("bad config JSON ({e})")))?;
+    // the patterns pass the checks of `train(pattern=...)` here, where the error can name this line
+    crate::pretokenize::Pretokenizer::new(
+        &settings.main_regex,
+        settings.script_specific_regex.as_deref(),
+        settings.script_specific_scripts.as_deref(),
+    )
+    .map_err(|e| lines.error(e))?;
     lines.expect("merges")?;
     let n = lines.count("merges")?;
     let mut merges = Merges::with_capacity(lines.room(n, 10));

@@ -35,7 +35,7 @@ from .count import Counts
 from .encode import Encoder, eligible_tokens
 from .merging import Merge, apply_merge
 from .model import Model
-from .pretokenize import MERGE_PATTERN, compile_pattern
+from .pretokenize import MERGE_PATTERN, compile_pattern, refuse_empty_matches
 from .ranks import byte_pair_merge, id_limit
 from .superbpe import train_superbpe
 
@@ -283,7 +283,8 @@ def loads(text: str, name: str) -> Extension:
                           f"superword reads {HEADER!r})")
     lines.expect("pattern")
     pattern = lines.json_string("the pattern")
-    compile_pattern(pattern, f"{name}, line {lines.at}: the pattern")
+    refuse_empty_matches(compile_pattern(pattern, f"{name}, line {lines.at}: the pattern"),
+                         f"{name}, line {lines.at}: the pattern")
     lines.expect("merge_pattern")
     merge_pattern = lines.json_string("the merge pattern")
     if merge_pattern != MERGE_PATTERN:

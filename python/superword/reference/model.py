@@ -24,6 +24,7 @@ from .._files import write_text_atomic
 from .bpe import NO_DELETIONS_TAU
 from .merging import Deletion, Merge, merge_indices
 from .ngram import MAX_NGRAM
+from .pretokenize import Pretokenizer
 from .tokens import BYTE_TOKENS, parse, render
 
 KINDS = ("word", "boundless", "superbpe")
@@ -360,6 +361,10 @@ def _read_section(lines: _Lines, vocab: set[bytes], superwords: bool = False,
         settings, is_sup, superbpe_mode = _config_fields(config)
     except ValueError as exc:
         raise lines.error(f"bad config JSON ({exc})") from None
+    try:  # the patterns pass the checks of `train(pattern=...)` here, where the error can name this line
+        Pretokenizer(settings.main_regex, settings.script_specific_regex, settings.script_specific_scripts)
+    except ValueError as exc:
+        raise lines.error(str(exc)) from None
     # merges and deletions share one index sequence 0, 1, 2, ... (SPEC 9); each section
     # lists its entries in index order
     lines.expect("merges")

@@ -11,6 +11,7 @@ into single-script runs so that, e.g., Chinese characters become one pretoken ea
 """
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 
 import regex
@@ -193,13 +194,18 @@ def pattern_size(pattern: str) -> int:
     return sum(totals)
 
 
+def _quoted(text: str) -> str:
+    """``text`` in double quotes with ``\\`` and ``"`` escaped, as the Rust core quotes it."""
+    return json.dumps(text, ensure_ascii=False)
+
+
 def compile_pattern(pattern: str, what: str) -> regex.Pattern[str]:
     """Compile a pattern that may come from an untrusted file: one that :func:`pattern_size`
     finds too large is refused, and an invalid one named, both with ``ValueError``."""
     size = pattern_size(pattern)
     if size > MAX_PATTERN_SIZE:
         raise ValueError(f"{what} is too large to compile: its counted repeats expand to about "
-                         f"{size} items (at most {MAX_PATTERN_SIZE}): {pattern[:80]!r}")
+                         f"{size} items (at most {MAX_PATTERN_SIZE}): {_quoted(pattern[:80])}")
     if _has_posix_class(pattern):
         raise ValueError(f"{what} uses a POSIX class such as [[:alpha:]], which Python's regex and the "
                          f"Rust core read differently (some names are Unicode classes in one, ASCII in "
