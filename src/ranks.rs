@@ -514,6 +514,66 @@ impl crate::encode::Encode for RankEncoder {
     }
 }
 
+#[cfg(test)]
+mod short_merge_tests {
+    use super::*;
+
+    /// A small xorshift generator.
+    fn random(seed: &mut u64) -> u64 {
+        *seed ^= *seed << 13;
+        *seed ^= *seed >> 7;
+        *seed ^= *seed << 17;
+        *seed
+    }
+
+    #[test]
+    fn the_short_merge_gives_the_ids_of_the_general_one() {
+        let mut seed = 987654321u64;
+        for round in 0..400u64 {
+            let alphabet = 1 + round % 4;
+            let mut ranks: FxHashMap<Vec<u8>, u32> = FxHashMap::default();
+            // single bytes (one of them missing in some rounds), then joined tokens
+            for b in 0..alphabet as u8 {
+                if round % 7 != 3 || b != 0 {
+                    ranks.insert(vec![b'a' + b], 1000 + u32::from(b));
+                }
+            }
+            for _ in 0..random(&mut seed) % 40 {
+                let len = 2 + (random(&mut seed) % 5) as usize;
+                let token: Vec<u8> = (0..len)
+                    .map(|_| b'a' + (random(&mut seed) % alphabet) as u8)
+                    .collect();
+                let next = ranks.len() as u32;
+                ranks.entry(token).or_insert(next);
+            }
+            let model = RankModel {
+                vocab: ranks.iter().map(|(t, &r)| (r, t.clone())).collect(),
+                ranks: ranks.clone(),
+                pattern: r"\S+".into(),
+                special: Vec::new(),
+            };
+            let encoder = RankEncoder::new(model).unwrap();
+            for _ in 0..20 {
+                let n = (random(&mut seed) % (SHORT_PIECE as u64 + 1)) as usize;
+                let piece: Vec<u8> = (0..n)
+                    .map(|_| b'a' + (random(&mut seed) % alphabet) as u8)
+                    .collect();
+                let parts = byte_pair_parts(&piece, |b| ranks.get(b).copied());
+                let general: Option<Vec<u32>> = parts
+                    .windows(2)
+                    .map(|w| ranks.get(&piece[w[0]..w[1]]).copied())
+                    .collect();
+                let mut short = Vec::new();
+                let made = encoder.merge_short(&piece, &mut short);
+                match general {
+                    Some(ids) => assert_eq!(short, ids, "{}", String::from_utf8_lossy(&piece)),
+                    None => assert!(made.is_err(), "{}", String::from_utf8_lossy(&piece)),
+                }
+            }
+        }
+    }
+}
+
 /// Pieces longer than this many bytes are merged with a heap; shorter ones with tiktoken's scan.
 const LONG_PIECE: usize = 128;
 
