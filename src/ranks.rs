@@ -345,8 +345,8 @@ impl RankEncoder {
         }
         start[n] = n as u8;
         let rank = |a: u8, b: u8| self.rank(&piece[a as usize..b as usize]).unwrap_or(NONE);
-        for i in 0..n.saturating_sub(1) {
-            joined[i] = rank(i as u8, i as u8 + 2);
+        for (i, r) in joined[..n.saturating_sub(1)].iter_mut().enumerate() {
+            *r = rank(i as u8, i as u8 + 2);
         }
         let mut len = n;
         while len > 1 {
