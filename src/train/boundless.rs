@@ -86,7 +86,7 @@ fn train_floored(
     // phase-2 token ids start as the word model's, so candidates need no translation
     let mut phase2_vocab = vocab;
     let mut state =
-        MergeState::with_wholeness(candidates.iter(), &phase2_vocab).with_floor(floor, &phase2_vocab);
+        MergeState::try_with_wholeness(candidates.iter(), &phase2_vocab)?.with_floor(floor, &phase2_vocab);
     let CutCandidates { segments, alone, .. } = candidates;
     drop(segments);
     let mut order: Vec<TokenId> = (0..BASE_VOCAB as TokenId).collect();

@@ -57,7 +57,58 @@ pub(crate) fn longest_pretoken(words: &[(Box<str>, u64)]) -> String {
     format!("the longest pretoken, {start:?}..., has {} bytes", w.len())
 }
 
-/// Train on `words` (distinct pretokens with counts, in any order) up to `vocab_size`.
+/// Train on `words` (distinct pretokens with counts, in any order) up to `vocab_size`:
+/// [`start_words`] then [`train_started`].
+pub fn train_words(
+    words: &[(Box<str>, u64)],
+    vocab_size: usize,
+    picky: Picky,
+    singles: bool,
+    control: &dyn Control,
+) -> Result<WordModel> {
+    train_started(start_words(words)?, vocab_size, picky, singles, control)
+}
+
+/// Phase 1 before its first merge: the merge state on the words' bytes, which needs the
+/// words no more (a caller that does not either drops them before the merges).
+pub struct WordStart {
+    state: MergeState,
+    vocab: Vocab,
+    /// how many byte tokens the words hold
+    tokens: usize,
+}
+
+/// Each distinct pretoken of `words` as a word of byte tokens, weighted by its count.
+pub fn start_words(words: &[(Box<str>, u64)]) -> Result<WordStart> {
+    let vocab = Vocab::base();
+    // (back to back in one array, not one vector per word: a million small allocations at
+    // 100 MB of text; the array becomes the merge state's, without a copy)
+    // (fallibly: one pretoken of hundreds of megabytes makes this the first large allocation)
+    let total: usize = words.iter().map(|(w, _)| w.len()).sum();
+    let what = format!(
+        "training on {total} bytes of distinct pretokens ({})",
+        longest_pretoken(words)
+    );
+    let mut flat: Vec<TokenId> = try_vec(total, &what)?;
+    let mut ends: Vec<usize> = try_vec(words.len(), &what)?;
+    let mut weights: Vec<u64> = try_vec(words.len(), &what)?;
+    for (w, count) in words {
+        flat.extend(
+            w.bytes()
+                .map(|b| byte_id(b).expect("UTF-8 text has no 0xC0, 0xC1, 0xF5..0xFF bytes")),
+        );
+        ends.push(flat.len());
+        weights.push(*count);
+    }
+    let state = MergeState::try_from_arena(flat, &ends, &weights, &vocab)?;
+    Ok(WordStart {
+        state,
+        vocab,
+        tokens: total,
+    })
+}
+
+/// Phase 1's merges from `start` up to `vocab_size`.
 ///
 /// `singles`: also give each word's token when it ended as one token ([`WordModel::single`]),
 /// which stage 3 needs (SPEC 3.1-3.2: a pretoken is eligible when encoding it alone with the
@@ -68,44 +119,21 @@ pub(crate) fn longest_pretoken(words: &[(Box<str>, u64)]) -> String {
 /// training applies to the word, and both apply it the same way.  Otherwise (a merge whose
 /// bytes were a token already, SPEC 2.6, or PickyBPE deletions) `single` is `None`, and stage
 /// 3 encodes.
-pub fn train_words(
-    words: &[(Box<str>, u64)],
+pub fn train_started(
+    start: WordStart,
     vocab_size: usize,
     picky: Picky,
     singles: bool,
     control: &dyn Control,
 ) -> Result<WordModel> {
-    // 1. each distinct pretoken is a word of byte tokens, weighted by its count
-    let mut vocab = Vocab::base();
-    // (back to back in one array, not one vector per word: a million small allocations at
-    // 100 MB of text)
-    // (fallibly: one pretoken of hundreds of megabytes makes this the first large allocation)
-    let total: usize = words.iter().map(|(w, _)| w.len()).sum();
-    let mut flat: Vec<TokenId> = try_vec(
-        total,
-        &format!(
-            "training on {total} bytes of distinct pretokens ({})",
-            longest_pretoken(words)
-        ),
-    )?;
-    let mut ends: Vec<usize> = Vec::with_capacity(words.len());
-    for (w, _) in words {
-        flat.extend(
-            w.bytes()
-                .map(|b| byte_id(b).expect("UTF-8 text has no 0xC0, 0xC1, 0xF5..0xFF bytes")),
-        );
-        ends.push(flat.len());
-    }
-    let seqs = ends.iter().scan(0, |start, &end| {
-        let seq = &flat[*start..end];
-        *start = end;
-        Some(seq)
-    });
-    let mut state = MergeState::try_new(seqs.zip(words).map(|(s, w)| (s, w.1)), &vocab)?;
+    let WordStart {
+        mut state,
+        mut vocab,
+        tokens,
+    } = start;
     // (each merge shortens a word, so there are fewer merges than tokens)
-    let room = vocab_size.saturating_sub(vocab.len()).min(flat.len());
+    let room = vocab_size.saturating_sub(vocab.len()).min(tokens);
     vocab.reserve(room);
-    drop((flat, ends));
     let deletes = picky.deletes();
     if deletes {
         state.track_tokens(vocab.len());
@@ -138,7 +166,7 @@ pub fn train_words(
         let (pair, count) = match state.best(&vocab) {
             Some(best) => best,
             None if state.floor() > 0 => {
-                state = state.without_floor(&vocab);
+                state = state.without_floor(&vocab)?;
                 continue;
             }
             None => break,

@@ -50,10 +50,12 @@ impl SuperCandidates {
     }
 
     /// Merge state on the uncut candidates.
-    fn uncut(&self, vocab: &Vocab) -> MergeState {
+    fn uncut(&self, vocab: &Vocab) -> Result<MergeState> {
         match self {
-            SuperCandidates::Added(list) => MergeState::new(list.iter().map(|(s, w)| (&s[..], *w)), vocab),
-            SuperCandidates::Flat(flat) => MergeState::new(flat.iter(), vocab),
+            SuperCandidates::Added(list) => {
+                MergeState::try_new(list.iter().map(|(s, w)| (&s[..], *w)), vocab)
+            }
+            SuperCandidates::Flat(flat) => MergeState::try_new(flat.iter(), vocab),
         }
     }
 }
@@ -88,12 +90,12 @@ pub fn train_superbpe(
         Some(at) => {
             let cut = candidates.cut(at, vocab.len())?;
             let t = cut.threshold;
-            let state = MergeState::with_wholeness(cut.iter(), vocab)
+            let state = MergeState::try_with_wholeness(cut.iter(), vocab)?
                 // (a pair counted `t` times or fewer would end this state anyway)
                 .with_floor(t, vocab);
             Ok((state, cut.alone, Some(t)))
         }
-        None => Ok((candidates.uncut(vocab), Vec::new(), None)),
+        None => Ok((candidates.uncut(vocab)?, Vec::new(), None)),
     };
     let (mut state, mut alone, mut cut_at) = state_at(first_cut, &vocab)?;
     let mut supermerges: Vec<TrainMerge> = Vec::new();

@@ -1,5 +1,6 @@
 //! The merge loop's lazy heap of pairs, in the SPEC's order of choice (SPEC 2.4).
 
+use crate::error::{try_vec, Result};
 use crate::tokens::{Pair, Vocab};
 
 /// A heap entry: the count, the pair, and the prefix keys of its two tokens (see
@@ -88,14 +89,22 @@ impl PairHeap {
         }
     }
 
-    /// Build a heap from unordered items in linear time.
-    pub fn from_vec(vocab: &Vocab, items: Vec<(u64, Pair)>) -> PairHeap {
+    /// Build a heap from unordered items in linear time; [`Error::Memory`] when its entries
+    /// cannot be had (`what` names the input).
+    pub fn try_from_vec(vocab: &Vocab, items: Vec<(u64, Pair)>, what: &str) -> Result<PairHeap> {
         let mut heap = PairHeap::default();
-        let (held, items): (Vec<_>, Vec<_>) = items.into_iter().partition(|&(c, _)| c <= heap.held_max);
-        heap.held = held;
-        heap.items = items.into_iter().map(|(c, p)| Self::entry(vocab, c, p)).collect();
+        let n_held = items.iter().filter(|&&(c, _)| c <= heap.held_max).count();
+        heap.held = try_vec(n_held, what)?;
+        heap.items = try_vec(items.len() - n_held, what)?;
+        for (c, p) in items {
+            if c <= heap.held_max {
+                heap.held.push((c, p));
+            } else {
+                heap.items.push(Self::entry(vocab, c, p));
+            }
+        }
         heap.heapify(vocab);
-        heap
+        Ok(heap)
     }
 
     fn heapify(&mut self, vocab: &Vocab) {

@@ -7,36 +7,25 @@ use rustc_hash::FxHashMap;
 use super::heap::PairHeap;
 use super::tables::{shard_of, PairInfo, PairTable};
 use super::{MergeState, Seq};
-use crate::error::Result;
+use crate::error::{try_vec, Error, Result};
 use crate::tokens::pairs::count_pairs;
 use crate::tokens::{Pair, TokenId, Vocab, BASE_VOCAB};
 use crate::train::long::{LongSequence, LONG_SEQUENCE};
 
 impl MergeState {
-    /// `seqs`: the sequences, each with its weight; all whole.
+    /// `seqs`: the sequences, each with its weight; all whole.  (Infallible, for tests: a
+    /// training builds its states with [`Self::try_new`] or [`Self::try_with_wholeness`].)
     pub fn new<'s, I>(seqs: I, vocab: &Vocab) -> MergeState
     where
         I: IntoIterator<Item = (&'s [TokenId], u64)>,
         I::IntoIter: Clone,
     {
-        Self::with_wholeness(seqs.into_iter().map(|(s, w)| (s, w, true)), vocab)
+        Self::try_new(seqs, vocab).unwrap_or_else(|e| panic!("{e}"))
     }
 
-    /// `seqs`: the sequences, each with its weight and whether it is whole (see `whole`).
-    /// (`seqs` is read twice: the arena and the spans are allocated at their final size, not
-    /// grown by doubling, which held the old and the new arena at once while phase 2 began,
-    /// near the peak memory of a BoundlessBPE training.)
-    pub fn with_wholeness<'s, I>(seqs: I, vocab: &Vocab) -> MergeState
-    where
-        I: IntoIterator<Item = (&'s [TokenId], u64, bool)>,
-        I::IntoIter: Clone,
-    {
-        Self::try_with_wholeness(seqs, vocab).unwrap_or_else(|e| panic!("{e}"))
-    }
-
-    /// [`Self::new`], with [`Error::Memory`](crate::error::Error::Memory) when a sequence
-    /// longer than [`LONG_SEQUENCE`] cannot get its tokens and position index (phase 1 on a
-    /// pretoken of hundreds of megabytes).
+    /// [`Self::new`], with [`Error::Memory`] when the tables cannot be had: every allocation
+    /// sized by the input is asked for fallibly (phase 1 on a pretoken of hundreds of
+    /// megabytes, phase 2 on a run of millions of pretokens).
     pub fn try_new<'s, I>(seqs: I, vocab: &Vocab) -> Result<MergeState>
     where
         I: IntoIterator<Item = (&'s [TokenId], u64)>,
@@ -45,21 +34,27 @@ impl MergeState {
         Self::try_with_wholeness(seqs.into_iter().map(|(s, w)| (s, w, true)), vocab)
     }
 
-    fn try_with_wholeness<'s, I>(seqs: I, vocab: &Vocab) -> Result<MergeState>
+    /// `seqs`: the sequences, each with its weight and whether it is whole (see `whole`).
+    /// (`seqs` is read twice: the arena and the spans are allocated at their final size, not
+    /// grown by doubling, which held the old and the new arena at once while phase 2 began,
+    /// near the peak memory of a BoundlessBPE training.)
+    pub fn try_with_wholeness<'s, I>(seqs: I, vocab: &Vocab) -> Result<MergeState>
     where
         I: IntoIterator<Item = (&'s [TokenId], u64, bool)>,
         I::IntoIter: Clone,
     {
         let seqs = seqs.into_iter();
-        let (mut n, mut tokens) = (0, 0);
+        let (mut n, mut tokens, mut longest) = (0, 0, 0);
         for (seq, _, _) in seqs.clone() {
             n += 1;
+            longest = longest.max(seq.len());
             if seq.len() <= LONG_SEQUENCE {
                 tokens += seq.len();
             }
         }
-        let mut data = Vec::with_capacity(tokens);
-        let mut spans: Vec<Seq> = Vec::with_capacity(n);
+        let what = what(n, tokens, longest);
+        let mut data = try_vec(tokens, &what)?;
+        let mut spans: Vec<Seq> = try_vec(n, &what)?;
         let mut long = FxHashMap::default();
         for (seq, w, is_whole) in seqs {
             if seq.len() > LONG_SEQUENCE {
@@ -75,6 +70,60 @@ impl MergeState {
                 data.extend_from_slice(seq);
             }
         }
+        Self::try_counted(data, spans, long, vocab, &what)
+    }
+
+    /// Sequences already back to back in `data`, sequence `i` ending at `ends[i]` with weight
+    /// `weights[i]`, all whole: `data` becomes the arena, without a copy (phase 1, whose
+    /// words would otherwise be held twice while the pairs are counted).
+    pub fn try_from_arena(
+        data: Vec<TokenId>,
+        ends: &[usize],
+        weights: &[u64],
+        vocab: &Vocab,
+    ) -> Result<MergeState> {
+        let mut start = 0;
+        let mut longest = 0;
+        for &end in ends {
+            longest = longest.max(end - start);
+            start = end;
+        }
+        if longest > LONG_SEQUENCE {
+            // (rare: such sequences leave the arena, so it is built again)
+            let mut start = 0;
+            let seqs = ends.iter().zip(weights).map(|(&end, &w)| {
+                let seq = &data[start..end];
+                start = end;
+                (seq, w)
+            });
+            let seqs: Vec<(&[TokenId], u64)> = seqs.collect();
+            return Self::try_new(seqs, vocab);
+        }
+        let what = what(ends.len(), data.len(), longest);
+        let mut spans: Vec<Seq> = try_vec(ends.len(), &what)?;
+        let mut start = 0;
+        for (&end, &w) in ends.iter().zip(weights) {
+            spans.push(Seq {
+                start,
+                weight: w,
+                len: (end - start) as u32,
+                whole: true,
+            });
+            start = end;
+        }
+        Self::try_counted(data, spans, FxHashMap::default(), vocab, &what)
+    }
+
+    /// The state on the arena `data` with its `spans` and `long` sequences: the pairs counted,
+    /// the heap built.  `what` names the input for a [`Error::Memory`].
+    fn try_counted(
+        data: Vec<TokenId>,
+        spans: Vec<Seq>,
+        long: FxHashMap<u32, LongSequence>,
+        vocab: &Vocab,
+        what: &str,
+    ) -> Result<MergeState> {
+        let out_of_memory = || Error::Memory(format!("{what}: out of memory"));
         // the pairs, counted by contiguous parts of the sequences in parallel (each part into
         // one table per shard), then each shard's tables added up in parallel.  (Each thread
         // used to read every sequence and keep the pairs of its own shard: two threads were no
@@ -86,6 +135,8 @@ impl MergeState {
         // the pair, then put in the hash tables once each, in the order first seen as before.
         // (A look-up in the hash table per pair occurrence was half of a small
         // training's set-up.)
+        // (Fallibly throughout: a table's growth, or a pair's list of sequences, that cannot
+        // be had stops the count, and the state is not built.)
         let bytes_only = data
             .iter()
             .chain(long.values().flat_map(|l| l.untouched().expect("no merge yet")))
@@ -101,6 +152,7 @@ impl MergeState {
                     Vec::new()
                 };
                 let mut found: Vec<(Pair, PairInfo)> = Vec::new();
+                let mut ok = true;
                 for (j, span) in chunk.iter().enumerate() {
                     let i = (part * per + j) as u32;
                     let w = span.weight;
@@ -117,22 +169,32 @@ impl MergeState {
                             }
                             let info = &mut found[*slot as usize].1;
                             info.count += w;
-                            info.note(i);
+                            ok &= info.try_note(i);
                         });
                     } else {
                         count_pairs(seq, |p| {
-                            let info = maps[shard_of(p, n_shards)].entry(p).or_default();
+                            let map = &mut maps[shard_of(p, n_shards)];
+                            if map.try_reserve(1).is_err() {
+                                ok = false;
+                                return;
+                            }
+                            let info = map.entry(p).or_default();
                             info.count += w;
-                            info.note(i);
+                            ok &= info.try_note(i);
                         });
+                    }
+                    if !ok {
+                        return Err(out_of_memory());
                     }
                 }
                 for (p, info) in found {
-                    maps[shard_of(p, n_shards)].insert(p, info);
+                    let map = &mut maps[shard_of(p, n_shards)];
+                    map.try_reserve(1).map_err(|_| out_of_memory())?;
+                    map.insert(p, info);
                 }
-                maps
+                Ok(maps)
             })
-            .collect();
+            .collect::<Result<_>>()?;
         let mut by_shard: Vec<Vec<PairTable>> = (0..n_shards).map(|_| Vec::new()).collect();
         for maps in parts {
             for (k, map) in maps.into_iter().enumerate() {
@@ -150,22 +212,28 @@ impl MergeState {
                         match all.get_mut(&p) {
                             Some(mine) => {
                                 mine.count += info.count;
+                                mine.seqs
+                                    .try_reserve(info.seqs.len())
+                                    .map_err(|_| out_of_memory())?;
                                 mine.seqs.extend(info.seqs);
                             }
                             None => {
+                                all.try_reserve(1).map_err(|_| out_of_memory())?;
                                 all.insert(p, info);
                             }
                         }
                     }
                 }
-                all
+                Ok(all)
             })
-            .collect();
-        let initial: Vec<(u64, Pair)> = shards
-            .iter()
-            .flat_map(|m| m.iter().map(|(&p, info)| (info.count, p)))
-            .collect();
-        let heap = PairHeap::from_vec(vocab, initial);
+            .collect::<Result<_>>()?;
+        let mut initial: Vec<(u64, Pair)> = try_vec(shards.iter().map(|m| m.len()).sum(), what)?;
+        initial.extend(
+            shards
+                .iter()
+                .flat_map(|m| m.iter().map(|(&p, info)| (info.count, p))),
+        );
+        let heap = PairHeap::try_from_vec(vocab, initial, what)?;
         Ok(MergeState {
             data,
             seqs: spans,
@@ -233,7 +301,7 @@ impl MergeState {
     /// The same sequences with every pair counted, exactly, and no floor (see
     /// [`Self::with_floor`]): for a caller that needs the pairs at or below the floor after
     /// all.  Reads every sequence, as the first count did.
-    pub fn without_floor(self, vocab: &Vocab) -> MergeState {
+    pub fn without_floor(self, vocab: &Vocab) -> Result<MergeState> {
         debug_assert!(self.tokens.is_none(), "token tracking keeps no floor");
         let long: FxHashMap<u32, Vec<TokenId>> = self
             .long
@@ -247,6 +315,11 @@ impl MergeState {
             };
             (tokens, s.weight, s.whole)
         });
-        MergeState::with_wholeness(seqs, vocab)
+        MergeState::try_with_wholeness(seqs, vocab)
     }
+}
+
+/// What a merge state is built on, for an out-of-memory error.
+fn what(seqs: usize, tokens: usize, longest: usize) -> String {
+    format!("merging pairs in {seqs} sequences of {tokens} tokens (the longest has {longest})")
 }

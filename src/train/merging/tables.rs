@@ -37,6 +37,19 @@ impl PairInfo {
             self.seqs.push(index);
         }
     }
+
+    /// [`Self::note`], or `false` when the list cannot grow (out of memory).
+    #[inline]
+    pub(super) fn try_note(&mut self, index: u32) -> bool {
+        if self.seqs.last() == Some(&index) {
+            return true;
+        }
+        if self.seqs.try_reserve(1).is_err() {
+            return false;
+        }
+        self.seqs.push(index);
+        true
+    }
 }
 
 /// Below this many sequences a merge is applied on one thread.
