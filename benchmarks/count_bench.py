@@ -218,15 +218,15 @@ def two_pass_growth(text: Path, tmp: Path, mb: float, vocab: int, shard_mb: int,
     print(f"fit distinct {'candidates' if uncut else 'segments'}: {a:.4g} × MB^{b:.3f}; at 100 GB: "
           f"{a * 102_400 ** b:.4g}; at 1 TB: {a * 1_048_576 ** b:.4g}")
     # memory is a fixed part (the interpreter, the word model) plus a part that grows with the
-    # table: a straight line, and a power law, fitted on the sizes where the task exists
+    # table: a straight line in the table's size, fitted on the sizes where the task exists,
+    # projected with the table's fit
     for name, ys in (("largest merge task", merge_rss), ("driver", driver_rss)):
-        xs = [x for x, y in zip(sizes, ys) if y > 0]
+        xs = [c for c, y in zip(cands, ys) if y > 0]
         ys = [y for y in ys if y > 0]
         per, fixed = line(xs, ys)
-        pa, pb = fit(xs, ys)
-        print(f"fit {name}: {fixed:.0f} MB + {per:.2f} MB per MB of text; at 100 GB: {(fixed + per * 102_400) / 1024:,.0f} GB; "
-              f"at 1 TB: {(fixed + per * 1_048_576) / 1024:,.0f} GB.  Power law {pa:.3g} MB × MB^{pb:.2f}: "
-              f"{pa * 102_400 ** pb / 1024:,.1f} GB and {pa * 1_048_576 ** pb / 1024:,.1f} GB")
+        at = [a * x ** b for x in (102_400, 1_048_576)]
+        print(f"fit {name}: {fixed:.0f} MB + {per * 1e6:.0f} bytes per distinct entry; at 100 GB: "
+              f"{(fixed + per * at[0]) / 1024:,.0f} GB; at 1 TB: {(fixed + per * at[1]) / 1024:,.0f} GB")
 
 
 def line(xs: list[float], ys: list[float]) -> tuple[float, float]:

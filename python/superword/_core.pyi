@@ -209,7 +209,7 @@ def train_counts(counts: Counts, *, vocab_size: int, algorithm: str, supermerges
 # -- training in two passes (src/py/candidates.rs) -------------------------------------------
 
 __all__ += ["Candidates", "Pairs", "PhaseOne", "Segments", "candidates_files", "candidates_iter",
-            "merge_candidates", "merge_pairs", "merge_segments", "pairs_files", "pairs_iter", "segments_files",
+            "merge_candidates", "merge_pairs", "merge_segment_bytes", "merge_segments", "pairs_files", "pairs_iter", "segments_files",
             "segments_iter", "train_phase_one"]
 
 @final
@@ -282,6 +282,9 @@ class Segments:
 
 def merge_segments(tables: list[Segments], names: list[str]) -> Segments:
     """The sum of segment tables made with one word model and one set of strong pairs."""
+
+def merge_segment_bytes(tables: list[bytes], names: list[str]) -> bytes:
+    """:func:`merge_segments` on the tables' bytes, into bytes, without parsing the tables."""
 
 def segments_files(paths: list[str], text_field: str, word_model: str, strong: Pairs, *, threads: int | None,
                    progress: Callable[[str, int, int], object] | None) -> Segments:

@@ -425,10 +425,7 @@ def _segments_shard(dataset: Any, index: int, word_model: str, text_field: str, 
 
 def _merge_segment_parts(*parts: bytes) -> bytes:
     """A reduce task of step 2: the sum of segment tables."""
-    _core = _core_module()
-    names = [f"segment part {i}" for i in range(len(parts))]
-    tables = [_core.Segments.from_bytes(p, n) for p, n in zip(parts, names)]
-    return bytes(_core.merge_segments(tables, names).to_bytes())
+    return _core_module().merge_segment_bytes(list(parts), [f"segment part {i}" for i in range(len(parts))])
 
 
 class _Local:
@@ -631,11 +628,13 @@ def train_two_pass(inputs: Any, *, pattern: str, script_pattern: str | None, scr
                                 "ray_candidate_tasks", progress)
         else:
             ranges = plan(paths, RANGES_PER_CPU * runner.cpus())
-            args = [(path, start, end, one.word_model, text_field) for path, start, end in ranges]
-            strong = runner.put(_strong_pairs(runner, one, _pairs_part, args, "ray_candidate_tasks", progress))
-            args = [(path, start, end, one.word_model, text_field, strong, kill_marker if i == 0 else None)
-                    for i, (path, start, end) in enumerate(ranges)]
-            table = _map_reduce(runner, _segments_part, args, _merge_segment_parts, (), "ray_candidate_tasks",
+            step1: list[tuple[Any, ...]] = [(path, start, end, one.word_model, text_field)
+                                            for path, start, end in ranges]
+            strong = runner.put(_strong_pairs(runner, one, _pairs_part, step1, "ray_candidate_tasks", progress))
+            step2: list[tuple[Any, ...]] = [
+                (path, start, end, one.word_model, text_field, strong, kill_marker if i == 0 else None)
+                for i, (path, start, end) in enumerate(ranges)]
+            table = _map_reduce(runner, _segments_part, step2, _merge_segment_parts, (), "ray_candidate_tasks",
                                 progress)
         return one.finish_segments(table, "the segments of pass 2", threads=threads, progress=progress), counts, 3
     if sharded:  # the dataset's shards again
@@ -643,7 +642,7 @@ def train_two_pass(inputs: Any, *, pattern: str, script_pattern: str | None, scr
         table = _map_reduce(runner, _candidates_shard, shards, _merge_candidate_parts, (),
                             "ray_candidate_tasks", progress)
     else:  # the shards of pass 2 are planned again: the same files, maybe another cluster size
-        args = [(path, start, end, one.word_model, text_field, kill_marker if i == 0 else None)
+        args: list[tuple[Any, ...]] = [(path, start, end, one.word_model, text_field, kill_marker if i == 0 else None)
                 for i, (path, start, end) in enumerate(plan(paths, RANGES_PER_CPU * runner.cpus()))]
         table = _map_reduce(runner, _candidates_part, args, _merge_candidate_parts, (), "ray_candidate_tasks",
                             progress)

@@ -345,6 +345,23 @@ pub(crate) fn merge_segments(
     })
 }
 
+/// [`merge_segments`] on tables' bytes, into bytes (what a merge task does: it never holds
+/// the parsed tables).
+#[pyfunction]
+pub(crate) fn merge_segment_bytes(
+    py: Python<'_>,
+    tables: Vec<Vec<u8>>,
+    names: Vec<String>,
+) -> PyResult<Py<PyBytes>> {
+    let merged = py.detach(|| {
+        guard(|| {
+            let refs: Vec<&[u8]> = tables.iter().map(|t| &t[..]).collect();
+            SegmentTable::merge_bytes(&refs, &names)
+        })
+    })?;
+    Ok(PyBytes::new(py, &merged).unbind())
+}
+
 fn segments(
     py: Python<'_>,
     word_model: String,
@@ -463,10 +480,8 @@ impl PyPhaseOne {
         let pool = pool(threads)?;
         let on = pool.clone();
         let (tokenizer, stats) = watched_on(Some(&on), py, progress, move |control| {
-            let table = SegmentTable::parse(&data, &name)?;
-            drop(data);
             let mut stats = Vec::new();
-            let model = pool.install(|| phase_two_segments(one, table, &**control, &mut stats))?;
+            let model = pool.install(|| phase_two_segments(one, data, &name, &**control, &mut stats))?;
             Ok((Tokenizer::trained(model), stats))
         })?;
         Ok(PyTokenizer::new(tokenizer, stats))

@@ -388,6 +388,153 @@ pub fn shard_segments(
     })
 }
 
+/// Write the counts of the tokens alone (those above 0: the gap to the previous one, and the
+/// count); returns how many.
+fn put_alone(out: &mut Vec<u8>, alone: &[u64]) -> usize {
+    let mut next = 0usize;
+    let mut n = 0;
+    for (t, &c) in alone.iter().enumerate().filter(|&(_, &c)| c > 0) {
+        put_varint(out, (t - next) as u64);
+        put_varint(out, c);
+        next = t + 1;
+        n += 1;
+    }
+    n
+}
+
+/// Reads a segment table's bytes one segment at a time, checking them (errors name the table).
+struct SegmentReader<'a> {
+    r: Reader<'a>,
+    fingerprint: u64,
+    n_tokens: u64,
+    documents: u64,
+    pretokens: u64,
+    threshold: u64,
+    /// segments not yet read, then the tokens alone
+    left: u64,
+    n_alone: u64,
+    /// the last segment read (they must come in order)
+    last: Option<(Vec<TokenId>, bool)>,
+}
+
+impl<'a> SegmentReader<'a> {
+    fn open(data: &'a [u8], name: &'a str) -> Result<SegmentReader<'a>> {
+        if !data.starts_with(SEGMENTS_MAGIC) {
+            return Err(Error::Value(format!(
+                "{name}: not a segment table (it does not start with {:?})",
+                std::str::from_utf8(SEGMENTS_MAGIC).unwrap_or("").trim_end()
+            )));
+        }
+        let mut r = Reader {
+            data,
+            at: SEGMENTS_MAGIC.len(),
+            name,
+            kind: "segment table",
+        };
+        let (fingerprint, n_tokens, documents, pretokens, threshold, left, n_alone) = (
+            r.u64()?,
+            r.u64()?,
+            r.u64()?,
+            r.u64()?,
+            r.u64()?,
+            r.u64()?,
+            r.u64()?,
+        );
+        // (each segment takes at least four bytes, each token alone two; the word model's
+        // tokens are as many as its file holds bytes at most)
+        if left > (data.len() / 4) as u64 || n_alone > n_tokens || n_tokens > data.len().max(1 << 24) as u64 {
+            return Err(r.bad("more segments or tokens than the bytes can hold"));
+        }
+        Ok(SegmentReader {
+            r,
+            fingerprint,
+            n_tokens,
+            documents,
+            pretokens,
+            threshold,
+            left,
+            n_alone,
+            last: None,
+        })
+    }
+
+    fn header(&self) -> Header {
+        Header {
+            fingerprint: self.fingerprint,
+            n_tokens: self.n_tokens,
+            documents: self.documents,
+            pretokens: self.pretokens,
+        }
+    }
+
+    /// The next segment's tokens into `tokens`, and its wholeness and count; `None` after the
+    /// last.
+    fn next(&mut self, tokens: &mut Vec<TokenId>) -> Result<Option<(bool, u64)>> {
+        if self.left == 0 {
+            return Ok(None);
+        }
+        self.left -= 1;
+        let r = &mut self.r;
+        let head = r.varint()?;
+        let (len, whole) = (head >> 1, head & 1 == 1);
+        if len < 2 || len > (r.data.len() - r.at) as u64 {
+            return Err(r.bad("a segment of fewer than two tokens, or longer than the data"));
+        }
+        tokens.clear();
+        for _ in 0..len {
+            let t = r.varint()?;
+            if t >= self.n_tokens {
+                return Err(r.bad(&format!(
+                    "token id {t}, beyond the word model's {} tokens",
+                    self.n_tokens
+                )));
+            }
+            tokens.push(t as TokenId);
+        }
+        let count = r.varint()?;
+        if count == 0 {
+            return Err(r.bad("a segment counted 0 times"));
+        }
+        match &mut self.last {
+            Some((last, last_whole)) => {
+                if (&last[..], *last_whole) >= (&tokens[..], whole) {
+                    return Err(r.bad("segments out of order or repeated"));
+                }
+                last.clear();
+                last.extend_from_slice(tokens);
+                *last_whole = whole;
+            }
+            None => self.last = Some((tokens.clone(), whole)),
+        }
+        Ok(Some((whole, count)))
+    }
+
+    /// The counts of the tokens alone, once every segment is read; the data must end there.
+    fn alone(mut self) -> Result<Vec<u64>> {
+        let mut tokens = Vec::new();
+        while self.next(&mut tokens)?.is_some() {}
+        let r = &mut self.r;
+        let mut alone = vec![0u64; self.n_tokens as usize];
+        let mut next = 0u64;
+        for _ in 0..self.n_alone {
+            let t = next
+                .checked_add(r.varint()?)
+                .filter(|&t| t < self.n_tokens)
+                .ok_or_else(|| r.bad("a token alone beyond the word model's tokens"))?;
+            let count = r.varint()?;
+            if count == 0 {
+                return Err(r.bad("a token alone counted 0 times"));
+            }
+            alone[t as usize] = count;
+            next = t + 1;
+        }
+        if r.at != r.data.len() {
+            return Err(r.bad("bytes after the last token alone"));
+        }
+        Ok(alone)
+    }
+}
+
 /// A segment of a [`SegmentTable`]: tokens, whole candidate, count.
 type Segment = (Box<[TokenId]>, bool, u64);
 
@@ -456,98 +603,108 @@ impl SegmentTable {
             }
             put_varint(&mut out, *count);
         }
-        // (the tokens alone: the gap to the previous one, and the count)
-        let mut next = 0usize;
-        for (t, &c) in self.alone.iter().enumerate().filter(|&(_, &c)| c > 0) {
-            put_varint(&mut out, (t - next) as u64);
-            put_varint(&mut out, c);
-            next = t + 1;
-        }
+        put_alone(&mut out, &self.alone);
         out
     }
 
     /// Parse [`Self::to_bytes`]'s bytes; anything else is an error naming `name`.
     pub fn parse(data: &[u8], name: &str) -> Result<SegmentTable> {
-        if !data.starts_with(SEGMENTS_MAGIC) {
-            return Err(Error::Value(format!(
-                "{name}: not a segment table (it does not start with {:?})",
-                std::str::from_utf8(SEGMENTS_MAGIC).unwrap_or("").trim_end()
-            )));
+        let mut r = SegmentReader::open(data, name)?;
+        let mut segments: Vec<Segment> = Vec::with_capacity(r.left as usize);
+        let mut tokens = Vec::new();
+        while let Some((whole, count)) = r.next(&mut tokens)? {
+            segments.push((tokens[..].into(), whole, count));
         }
-        let mut r = Reader {
-            data,
-            at: SEGMENTS_MAGIC.len(),
-            name,
-            kind: "segment table",
-        };
-        let (fingerprint, n_tokens, documents, pretokens, threshold, n, n_alone) = (
-            r.u64()?,
-            r.u64()?,
-            r.u64()?,
-            r.u64()?,
-            r.u64()?,
-            r.u64()?,
-            r.u64()?,
-        );
-        // (each segment takes at least four bytes, each token alone two; the word model's
-        // tokens are as many as its file holds bytes at most)
-        if n > (data.len() / 4) as u64 || n_alone > n_tokens || n_tokens > data.len().max(1 << 24) as u64 {
-            return Err(r.bad("more segments or tokens than the bytes can hold"));
-        }
-        let mut segments: Vec<Segment> = Vec::with_capacity(n as usize);
-        for _ in 0..n {
-            let head = r.varint()?;
-            let (len, whole) = (head >> 1, head & 1 == 1);
-            if len < 2 || len > (data.len() - r.at) as u64 {
-                return Err(r.bad("a segment of fewer than two tokens, or longer than the data"));
-            }
-            let mut tokens = Vec::with_capacity(len as usize);
-            for _ in 0..len {
-                let t = r.varint()?;
-                if t >= n_tokens {
-                    return Err(r.bad(&format!(
-                        "token id {t}, beyond the word model's {n_tokens} tokens"
-                    )));
-                }
-                tokens.push(t as TokenId);
-            }
-            let count = r.varint()?;
-            if count == 0 {
-                return Err(r.bad("a segment counted 0 times"));
-            }
-            if let Some((last, last_whole, _)) = segments.last() {
-                if (&last[..], *last_whole) >= (&tokens[..], whole) {
-                    return Err(r.bad("segments out of order or repeated"));
-                }
-            }
-            segments.push((tokens.into(), whole, count));
-        }
-        let mut alone = vec![0u64; n_tokens as usize];
-        let mut next = 0u64;
-        for _ in 0..n_alone {
-            let t = next
-                .checked_add(r.varint()?)
-                .filter(|&t| t < n_tokens)
-                .ok_or_else(|| r.bad("a token alone beyond the word model's tokens"))?;
-            let count = r.varint()?;
-            if count == 0 {
-                return Err(r.bad("a token alone counted 0 times"));
-            }
-            alone[t as usize] = count;
-            next = t + 1;
-        }
-        if r.at != data.len() {
-            return Err(r.bad("bytes after the last token alone"));
-        }
+        let header = r.header();
+        let threshold = r.threshold;
+        let alone = r.alone()?;
         Ok(SegmentTable {
-            fingerprint,
-            n_tokens,
-            documents,
-            pretokens,
+            fingerprint: header.fingerprint,
+            n_tokens: header.n_tokens,
+            documents: header.documents,
+            pretokens: header.pretokens,
             threshold,
             segments,
             alone,
         })
+    }
+
+    /// [`Self::merge`] on tables' bytes, into bytes, reading the tables side by side (they are
+    /// sorted): a merge task holds its tables' bytes and the sum's, not the parsed tables.
+    pub fn merge_bytes(tables: &[&[u8]], names: &[String]) -> Result<Vec<u8>> {
+        let name = |i: usize| names.get(i).map_or("a table", String::as_str);
+        let mut readers = tables
+            .iter()
+            .enumerate()
+            .map(|(i, data)| SegmentReader::open(data, name(i)))
+            .collect::<Result<Vec<_>>>()?;
+        let headers: Vec<Header> = readers.iter().map(SegmentReader::header).collect();
+        same_model(&headers, names, "segment tables")?;
+        let threshold = readers[0].threshold;
+        if let Some(i) = readers.iter().position(|r| r.threshold != threshold) {
+            return Err(Error::Value(format!(
+                "{} was cut at another threshold ({}) than the first table ({threshold})",
+                name(i),
+                readers[i].threshold
+            )));
+        }
+        let (documents, pretokens) = sum_read(&headers)?;
+        let first = &headers[0];
+        let mut out = Vec::with_capacity(tables.iter().map(|t| t.len()).sum());
+        out.extend_from_slice(SEGMENTS_MAGIC);
+        for v in [
+            first.fingerprint,
+            first.n_tokens,
+            documents,
+            pretokens,
+            threshold,
+            0,
+            0,
+        ] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        // the current segment of each table (tokens, whole, count), `None` once read
+        let mut current: Vec<Option<(Vec<TokenId>, bool, u64)>> = Vec::with_capacity(readers.len());
+        for r in &mut readers {
+            let mut tokens = Vec::new();
+            current.push(r.next(&mut tokens)?.map(|(w, c)| (tokens, w, c)));
+        }
+        let mut n = 0u64;
+        while let Some(least) = current
+            .iter()
+            .flatten()
+            .map(|(t, w, _)| (&t[..], *w))
+            .min()
+            .map(|(t, w)| (t.to_vec(), w))
+        {
+            let mut sum = 0u64;
+            for (r, slot) in readers.iter_mut().zip(current.iter_mut()) {
+                if let Some((tokens, whole, count)) = slot {
+                    if (&tokens[..], *whole) == (&least.0[..], least.1) {
+                        sum = sum.checked_add(*count).ok_or_else(|| overflow("a segment"))?;
+                        let mut tokens = std::mem::take(tokens);
+                        *slot = r.next(&mut tokens)?.map(|(w, c)| (tokens, w, c));
+                    }
+                }
+            }
+            put_varint(&mut out, (least.0.len() as u64) << 1 | least.1 as u64);
+            for &t in &least.0 {
+                put_varint(&mut out, t as u64);
+            }
+            put_varint(&mut out, sum);
+            n += 1;
+        }
+        let mut alone = vec![0u64; first.n_tokens as usize];
+        for r in readers {
+            for (x, y) in alone.iter_mut().zip(r.alone()?) {
+                *x = x.checked_add(y).ok_or_else(|| overflow("a token alone"))?;
+            }
+        }
+        let n_alone = put_alone(&mut out, &alone);
+        let at = SEGMENTS_MAGIC.len() + 40;
+        out[at..at + 8].copy_from_slice(&n.to_le_bytes());
+        out[at + 8..at + 16].copy_from_slice(&(n_alone as u64).to_le_bytes());
+        Ok(out)
     }
 
     /// The sum of tables made with one word model and one set of strong pairs (`names` name
@@ -618,11 +775,13 @@ impl PhaseOne {
 }
 
 /// Phase 2 of BoundlessBPE without the greedy split on the segments of the whole corpus
-/// (`table`, the sum of the shards' [`shard_segments`]), on the current rayon pool: the model
-/// [`super::phase_two`] makes from the summed candidates.
+/// (`data`, a [`SegmentTable`]'s bytes, the sum of the shards' [`shard_segments`]; errors name
+/// `name`), on the current rayon pool: the model [`super::phase_two`] makes from the summed
+/// candidates.  The segments are read straight into phase 2's list, not parsed first.
 pub fn phase_two_segments(
     one: PhaseOne,
-    table: SegmentTable,
+    data: Vec<u8>,
+    name: &str,
     control: &dyn Control,
     stats: &mut Stats,
 ) -> Result<Model> {
@@ -645,35 +804,37 @@ pub fn phase_two_segments(
     } = one;
     debug_assert!(phase2 == Phase2::Boundless);
     stats.extend(phase1);
+    let clock = Instant::now();
+    let mut r = SegmentReader::open(&data, name)?;
     check_source(
         &text,
         word.order.len(),
         (documents, pretokens),
-        &table.header(),
+        &r.header(),
         "segments",
     )?;
     let threshold = word.min_merge_count();
-    if threshold != Some(table.threshold) {
+    if threshold != Some(r.threshold) {
         return Err(Error::Value(format!(
             "these segments were cut at {}, this phase 1's threshold is {threshold:?}",
-            table.threshold
+            r.threshold
         )));
     }
-    let clock = Instant::now();
     // the model file's ids -> training's ids
     let order = &word.order;
     let mut segments = SeqList::default();
-    let mut ids: Vec<TokenId> = Vec::new();
-    for (tokens, whole, count) in &table.segments {
-        ids.clear();
-        ids.extend(tokens.iter().map(|&t| order[t as usize]));
-        segments.push(&ids, *count, *whole);
+    let mut tokens: Vec<TokenId> = Vec::new();
+    while let Some((whole, count)) = r.next(&mut tokens)? {
+        for t in tokens.iter_mut() {
+            *t = order[*t as usize];
+        }
+        segments.push(&tokens, count, whole);
     }
     let mut alone = vec![0u64; word.vocab.len()];
-    for (t, &c) in table.alone.iter().enumerate() {
+    for (t, c) in r.alone()?.into_iter().enumerate() {
         alone[order[t] as usize] += c;
     }
-    drop(table);
+    drop(data);
     let reported = segments.len() as u64;
     control.progress("candidates", reported, reported)?;
     stats.push(("candidates", clock.elapsed().as_secs_f64()));
@@ -771,6 +932,9 @@ mod tests {
                 })
                 .collect();
             let sum = SegmentTable::merge(&tables.iter().collect::<Vec<_>>(), &names).unwrap();
+            let bytes: Vec<Vec<u8>> = tables.iter().map(SegmentTable::to_bytes).collect();
+            let refs: Vec<&[u8]> = bytes.iter().map(|b| &b[..]).collect();
+            assert_eq!(SegmentTable::merge_bytes(&refs, &names).unwrap(), sum.to_bytes());
             let mut got: Vec<(Vec<TokenId>, u64, bool)> = sum
                 .segments
                 .iter()
