@@ -113,19 +113,20 @@ def fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
     return math.exp(my - b * mx), b
 
 
-def _measured(name: str, args: tuple, threads: int) -> tuple[bytes, float]:
+def _measured(name: str, args: tuple, threads: int | None) -> tuple[object, float]:
     """A task of ``superword._ray`` (``name``) run in this fresh process: its result and the
     process's peak RSS in MB."""
     import resource
 
     from superword import _ray
-    result = getattr(_ray, name)(*args, **({"threads": threads} if name.endswith("_part") else {}))
+    result = getattr(_ray, name)(*args, **({} if threads is None else {"threads": threads}))
     return result, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def two_pass_driver(path: Path, vocab: int, shard_mb: int) -> None:
+def two_pass_driver(path: Path, vocab: int, shard_mb: int, uncut: bool) -> None:
     """Train BoundlessBPE in two passes over ``path`` with shards of ``shard_mb`` MB, each task in
-    a fresh process; print one JSON line: the driver's and the tasks' peak RSS, the candidates."""
+    a fresh process; print one JSON line: the driver's and the tasks' peak RSS, the candidates
+    (or segments, when the tasks cut: not ``uncut``)."""
     import multiprocessing
     import resource
     import time
@@ -137,15 +138,17 @@ def two_pass_driver(path: Path, vocab: int, shard_mb: int) -> None:
     tasks: list[dict] = []
 
     class InFreshProcesses(_ray._Local):
-        def task(self, function, threads):
+        def task(self, function, threads, returns=1):
             def run_one(*args):
                 with ProcessPoolExecutor(1, mp_context=spawn, max_tasks_per_child=1) as pool:
-                    result, rss = pool.submit(_measured, function.__name__, args, 1).result()
-                tasks.append({"task": function.__name__, "rss_mb": rss, "bytes": len(result)})
+                    result, rss = pool.submit(_measured, function.__name__, args, 1 if threads else None).result()
+                size = sum(map(len, result)) if isinstance(result, list) else len(result)
+                tasks.append({"task": function.__name__, "rss_mb": rss, "bytes": size})
                 return result
             return run_one
 
     _ray.MIN_RANGE_BYTES, _ray.RANGES_PER_CPU = shard_mb << 20, 1 << 20
+    _ray.CUT_IN_TASKS = not uncut
     original = _ray._Local
     _ray._Local = InFreshProcesses  # (train_two_pass(local=True) makes its runner from this name)
     start = time.perf_counter()
@@ -159,55 +162,71 @@ def two_pass_driver(path: Path, vocab: int, shard_mb: int) -> None:
     options["progress"] = keep
     tok = _train._train_two_pass(str(path), options, True, None, None, None, "text", None, None, start, local=True)
     _ray._Local = original
+    strong = [t["bytes"] for t in tasks if t["task"] == "_strong_part"]
     result = {"seconds": time.perf_counter() - start, "driver_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
               "tasks": tasks, "stats": tok.training_stats, "model_sha": __import__("hashlib").sha256(
                   tok.model_text().encode()).hexdigest(), "candidates": seen.get("candidates"),
-              "final_table_bytes": tasks[-1]["bytes"]}
+              "final_table_bytes": tasks[-1]["bytes"], "strong_bytes": sum(strong),
+              "passes": tok.provenance["settings"]["passes"],
+              "shipped_bytes": sum(t["bytes"] for t in tasks)}
     print(json.dumps(result))
 
 
-def two_pass_growth(text: Path, tmp: Path, mb: float, vocab: int, shard_mb: int, check: bool) -> None:
-    """The two-pass memory table at 10, 25, 50 and 100 MB, and its fits."""
-    print(f"\nBoundlessBPE {vocab:,} in two passes, shards of {shard_mb} MB, every task in a fresh process "
-          f"(peak RSS of a fresh `import superword`: about 40 MB)\n")
+#: the map and merge tasks of pass 2, by path
+_PASS2_MAPS = ("_candidates_part", "_pairs_part", "_segments_part")
+_MERGES = ("_merge_parts", "_merge_candidate_parts", "_merge_pair_parts", "_strong_part", "_merge_segment_parts")
+
+
+def two_pass_growth(text: Path, tmp: Path, mb: float, vocab: int, shard_mb: int, check: bool,
+                    uncut: bool) -> None:
+    """The two-pass memory table at 10, 25, 50 and 100 MB, and its fits: pass 2 cut in the tasks
+    (segments), or not (``uncut``: the candidates)."""
+    what = "uncut candidates (two passes)" if uncut else "segments cut in the tasks (three passes)"
+    print(f"\nBoundlessBPE {vocab:,}, pass 2 returns {what}, shards of {shard_mb} MB, every task in a fresh "
+          f"process (peak RSS of a fresh `import superword`: about 40 MB); load average "
+          f"{os.getloadavg()[0]:.2f}\n")
     print("| text | shards | largest pass-1 task | largest pass-2 map task | largest merge task | driver | "
-          "distinct candidates | per MB | final table | same model as one pass |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "distinct candidates or segments | per MB | strong pairs shipped | final table | all bytes shipped | "
+          "seconds | same model as one pass |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     sizes, cands, merge_rss, driver_rss, map_rss = [], [], [], [], []
     for megabytes in (10, 25, 50, 100):
         part = text if megabytes >= mb else prefix(text, tmp / f"t{megabytes}.txt", megabytes)
         env = dict(os.environ, PYTHONPATH=str(ROOT / "python") + os.pathsep + os.environ.get("PYTHONPATH", ""))
         done = subprocess.run([sys.executable, __file__, "--two-pass-driver", str(part), "--vocab", str(vocab),
-                               "--shard-mb", str(shard_mb)], capture_output=True, text=True, env=env)
+                               "--shard-mb", str(shard_mb)] + (["--uncut"] if uncut else []),
+                              capture_output=True, text=True, env=env)
         if done.returncode != 0:
             raise SystemExit(f"two-pass driver failed:\n{done.stderr[-3000:]}")
         r = json.loads(done.stdout.strip().splitlines()[-1])
-        by = lambda name: max((t["rss_mb"] for t in r["tasks"] if t["task"] == name), default=0.0)
-        shards = sum(t["task"] == "_candidates_part" for t in r["tasks"])
-        merges = [t["rss_mb"] for t in r["tasks"] if t["task"] in ("_merge_parts", "_merge_candidate_parts")]
+        by = lambda names: max((t["rss_mb"] for t in r["tasks"] if t["task"] in names), default=0.0)
+        shards = sum(t["task"] == "_count_part" for t in r["tasks"])
         same = "-"
         if check:
             one = run("train-boundless", part, tmp / "x", vocab)
             same = "yes" if one["model_sha"] == r["model_sha"] else "NO"
         sizes.append(part.stat().st_size / 1e6)
         cands.append(r["candidates"])
-        merge_rss.append(max(merges, default=0.0))
+        merge_rss.append(by(_MERGES))
         driver_rss.append(r["driver_rss_mb"])
-        map_rss.append(by("_candidates_part"))
-        print(f"| {sizes[-1]:.0f} MB | {shards} | {by('_count_part'):.0f} MB | {map_rss[-1]:.0f} MB | "
+        map_rss.append(by(_PASS2_MAPS))
+        print(f"| {sizes[-1]:.0f} MB | {shards} | {by(('_count_part',)):.0f} MB | {map_rss[-1]:.0f} MB | "
               f"{merge_rss[-1]:.0f} MB | {driver_rss[-1]:.0f} MB | {cands[-1]:,} | {cands[-1] / sizes[-1]:,.0f} | "
-              f"{r['final_table_bytes'] / 1e6:.1f} MB | {same} |")
+              f"{r['strong_bytes'] / 1e6:.2f} MB | {r['final_table_bytes'] / 1e6:.1f} MB | "
+              f"{r['shipped_bytes'] / 1e6:.0f} MB | {r['seconds']:.0f} | {same} |", flush=True)
     a, b = fit(sizes, cands)
-    print(f"fit distinct candidates: {a:.4g} × MB^{b:.3f}; at 100 GB: {a * 102_400 ** b:.4g}; "
-          f"at 1 TB: {a * 1_048_576 ** b:.4g}")
+    print(f"fit distinct {'candidates' if uncut else 'segments'}: {a:.4g} × MB^{b:.3f}; at 100 GB: "
+          f"{a * 102_400 ** b:.4g}; at 1 TB: {a * 1_048_576 ** b:.4g}")
     # memory is a fixed part (the interpreter, the word model) plus a part that grows with the
-    # candidates: a straight line, fitted on the sizes where the task exists
+    # table: a straight line in the table's size, fitted on the sizes where the task exists,
+    # projected with the table's fit
     for name, ys in (("largest merge task", merge_rss), ("driver", driver_rss)):
-        xs = [x for x, y in zip(sizes, ys) if y > 0]
+        xs = [c for c, y in zip(cands, ys) if y > 0]
         ys = [y for y in ys if y > 0]
         per, fixed = line(xs, ys)
-        print(f"fit {name}: {fixed:.0f} MB + {per:.2f} MB per MB of text; at 100 GB: {(fixed + per * 102_400) / 1024:,.0f} GB; "
-              f"at 1 TB: {(fixed + per * 1_048_576) / 1024:,.0f} GB")
+        at = [a * x ** b for x in (102_400, 1_048_576)]
+        print(f"fit {name}: {fixed:.0f} MB + {per * 1e6:.0f} bytes per distinct entry; at 100 GB: "
+              f"{(fixed + per * at[0]) / 1024:,.0f} GB; at 1 TB: {(fixed + per * at[1]) / 1024:,.0f} GB")
 
 
 def line(xs: list[float], ys: list[float]) -> tuple[float, float]:
@@ -229,10 +248,12 @@ def main() -> None:
     ap.add_argument("--only-two-pass", action="store_true", help="only the two-pass memory measurements")
     ap.add_argument("--shard-mb", type=int, default=10, help="shard size of the two-pass measurements")
     ap.add_argument("--no-check", action="store_true", help="two-pass: skip training in one pass to compare")
+    ap.add_argument("--uncut", action="store_true",
+                    help="two-pass: also measure pass 2 returning the uncut candidates (the path before the cut)")
     ap.add_argument("--two-pass-driver", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.two_pass_driver is not None:
-        return two_pass_driver(args.two_pass_driver, args.vocab, args.shard_mb)
+        return two_pass_driver(args.two_pass_driver, args.vocab, args.shard_mb, args.uncut)
     if args.only_two_pass:
         args.skip_table = args.skip_growth = args.skip_prune = args.skip_ray = True
     if not args.corpus.exists():
@@ -327,7 +348,9 @@ def main() -> None:
                     print(f"| {algorithm} | {m} | {len(pruned.to_bytes()) / 1e6:.1f} MB | {pruned.num_words:,} | "
                           f"{pruned.num_runs:,} | {100 * shared:.2f} % | {bpt:.4f} |")
         if not args.skip_two_pass:
-            two_pass_growth(text, tmp, mb, args.vocab, args.shard_mb, not args.no_check)
+            two_pass_growth(text, tmp, mb, args.vocab, args.shard_mb, not args.no_check, False)
+            if args.uncut:
+                two_pass_growth(text, tmp, mb, args.vocab, args.shard_mb, False, True)  # (checked before)
         print(f"\nload average after: {os.getloadavg()[0]:.2f}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -1,7 +1,8 @@
 """Training BoundlessBPE and SuperBPE in two passes, shard by shard (the path of
 ``train(executor="ray")``, run here without Ray): pass 1 counts pretokens and trains the word
-model, pass 2 turns each shard into supermerge candidates that are summed.  The model is the
-golden one, byte for byte, however the corpus is cut."""
+model, pass 2 turns each shard into supermerge candidates that are summed (or, for BoundlessBPE
+without the greedy split, into the strong pairs and then the segments cut with them, a third
+read of the text).  The model is the golden one, byte for byte, however the corpus is cut."""
 from __future__ import annotations
 
 import json
@@ -31,18 +32,20 @@ def many_shards(monkeypatch):
 
 
 @pytest.mark.parametrize(FOLDER_ARGS, [pytest.param(*f, id=f[0]) for f in FOLDERS])
-@pytest.mark.parametrize("name", ["boundless", "super"])
-def test_two_passes_over_shards_give_the_golden_model(many_shards, folder, corpus, vocab, aware, m, tau, blowup,
-                                                      greedy, name):
+@pytest.mark.parametrize("name,cut", [("boundless", True), ("boundless", False), ("super", True)])
+def test_two_passes_over_shards_give_the_golden_model(many_shards, monkeypatch, folder, corpus, vocab, aware, m,
+                                                      tau, blowup, greedy, name, cut):
     path = need(GOLDEN / corpus)
     assert len(_ray.plan([str(path)], 16)) >= 12
+    monkeypatch.setattr(_ray, "CUT_IN_TASKS", cut)
     if name == "boundless":
         tok = two_pass(path, vocab, "boundless", greedy_split=greedy, tau=tau, blowup=blowup, script_aware=aware)
     else:
         tok = two_pass(path, vocab + m, "superbpe", supermerges=m, greedy_split=greedy, tau=tau, blowup=blowup,
                        script_aware=aware)
     assert tok.model_text().encode("utf-8") == need(GOLDEN / folder / f"{name}.model").read_bytes()
-    assert tok.provenance["settings"]["passes"] == 2
+    # the text is read three times when the tasks cut (BoundlessBPE without the greedy split)
+    assert tok.provenance["settings"]["passes"] == (3 if cut and name == "boundless" and not greedy else 2)
 
 
 def test_the_model_does_not_depend_on_the_threads_or_the_cut(monkeypatch):
@@ -162,5 +165,107 @@ def test_a_streaming_dataset_trains_in_two_passes_shard_by_shard(tmp_path, algor
     assert stream.num_shards == 3
     extra = {"supermerges": 60} if algorithm == "superbpe" else {}
     tok = two_pass(stream, 600, algorithm, **extra)
-    assert tok.provenance["settings"]["passes"] == 2
+    assert tok.provenance["settings"]["passes"] == (3 if algorithm == "boundless" else 2)
     assert tok.model_text() == superword.train(files, 600, algorithm, **extra).model_text()
+
+
+def segment_tables(path, one, pieces):
+    """The strong pairs of ``path`` from the pair tables of ``pieces`` byte ranges (summed by
+    partition), and the segment tables of the ranges cut with them."""
+    ranges = _ray.plan([str(path)], pieces)
+    parts = [[_core.Pairs.from_bytes(b, f"part {i}") for b in _ray._pairs_part(p, a, e, one.word_model, "text", 3)]
+             for i, (p, a, e) in enumerate(ranges)]
+    names = [f"part {i}" for i in range(len(parts))]
+    sums = [_core.merge_pairs([t[k] for t in parts], names).kept_above(one.threshold) for k in range(3)]
+    strong = one.strong_pairs(sums, ["p0", "p1", "p2"])
+    tables = [_core.Segments.from_bytes(_ray._segments_part(p, a, e, one.word_model, "text", strong.to_bytes()),
+                                        f"part {i}") for i, (p, a, e) in enumerate(ranges)]
+    return strong, tables
+
+
+def test_strong_pairs_are_those_of_the_whole_corpus_and_segments_sum_in_any_grouping(monkeypatch):
+    monkeypatch.setattr(_ray, "MIN_RANGE_BYTES", 10_000)
+    path = need(GOLDEN / "multi_1230.jsonl")
+    one = phase_one(path)
+    assert one.cuts_in_tasks and one.threshold > 0
+    strong, tables = segment_tables(path, one, 7)
+    assert len(tables) >= 6
+    # the strong pairs of the shards summed = those of the whole file, in one partition
+    whole_pairs = _core.pairs_files([str(path)], "text", one.word_model, 1, threads=2, progress=None)[0]
+    assert whole_pairs.num_pairs > strong.num_pairs > 0
+    assert one.strong_pairs([whole_pairs.kept_above(one.threshold)], ["w"]).to_bytes() == strong.to_bytes()
+    whole = _core.segments_files([str(path)], "text", one.word_model, strong, threads=2, progress=None)
+    names = [f"t{i}" for i in range(len(tables))]
+    assert _core.merge_segments(tables, names).to_bytes() == whole.to_bytes()
+    left = _core.merge_segments(tables[:3][::-1], names[:3])
+    right = _core.merge_segments(tables[3:], names[3:])
+    assert _core.merge_segments([right, left], ["r", "l"]).to_bytes() == whole.to_bytes()
+    assert whole.documents == 1230
+    # fewer segments than uncut candidates
+    candidates = _core.candidates_files([str(path)], "text", one.word_model, threads=2, progress=None)
+    assert 0 < whole.num_segments < candidates.num_candidates
+    tok = superword.Tokenizer(one.finish_segments(whole.to_bytes(), "s", threads=2, progress=None), "rust")
+    assert tok.model_text() == superword.train(path, 1500).model_text()
+
+
+def test_pair_and_segment_tables_round_trip_and_bad_ones_are_refused(monkeypatch):
+    path = need(GOLDEN / "taylorswift_400.jsonl")
+    one, other = phase_one(path, 600), phase_one(path, 700)
+    pairs = _core.pairs_files([str(path)], "text", one.word_model, 2, threads=1, progress=None)
+    data = pairs[0].to_bytes()
+    assert _core.Pairs.from_bytes(data, "p").to_bytes() == data and pairs[0].threshold is None
+    for bad in [data[:-1], data + b"\x00", data[:40]]:
+        with pytest.raises(ValueError, match="pairs 3: not a valid pair table"):
+            _core.Pairs.from_bytes(bad, "pairs 3")
+    with pytest.raises(ValueError, match="pairs 3: not a pair table"):
+        _core.Pairs.from_bytes(b"superword candidates 1\n", "pairs 3")
+    kept = [p.kept_above(one.threshold) for p in pairs]
+    with pytest.raises(ValueError, match="b keeps only the pairs above a threshold"):
+        _core.merge_pairs([pairs[0], kept[1]], ["a", "b"])
+    with pytest.raises(ValueError, match="already keeps only pairs above"):
+        kept[0].kept_above(3)
+    # a partition twice, a partition not summed over the whole corpus, another threshold
+    with pytest.raises(ValueError, match="the same pair is in two of these partitions"):
+        one.strong_pairs([kept[0], kept[0]], ["a", "b"])
+    lines = path.read_bytes().splitlines(keepends=True)
+    with pytest.raises(ValueError, match="another word model"):
+        other.strong_pairs(kept, ["a", "b"])
+    with pytest.raises(ValueError, match="kept above"):
+        one.strong_pairs([p.kept_above(one.threshold + 1) for p in pairs], ["a", "b"])
+    strong = one.strong_pairs(kept, ["a", "b"])
+    with pytest.raises(ValueError, match="strong pairs were made with another word model"):
+        _core.segments_files([str(path)], "text", other.word_model, strong, threads=1, progress=None)
+    with pytest.raises(ValueError, match="a pair table kept above a threshold"):
+        _core.segments_files([str(path)], "text", one.word_model, pairs[0], threads=1, progress=None)
+    table = _core.segments_files([str(path)], "text", one.word_model, strong, threads=1, progress=None)
+    data = table.to_bytes()
+    assert _core.Segments.from_bytes(data, "s").to_bytes() == data
+    for bad in [data[:-1], data + b"\x00", data[:40]]:
+        with pytest.raises(ValueError, match="segs: not a valid segment table"):
+            _core.Segments.from_bytes(bad, "segs")
+    with pytest.raises(ValueError, match="another word model"):
+        other.finish_segments(data, "s", threads=1, progress=None)
+    assert len(lines) == 400
+
+
+def test_segments_of_changed_inputs_or_for_the_wrong_phase_one_are_refused(tmp_path):
+    lines = need(GOLDEN / "taylorswift_400.jsonl").read_bytes().splitlines(keepends=True)
+    path = tmp_path / "c.jsonl"
+    path.write_bytes(b"".join(lines))
+    one = phase_one(path, 600)
+    path.write_bytes(b"".join(lines[:-1]))  # a document less in pass 2
+    pairs = _core.pairs_files([str(path)], "text", one.word_model, 1, threads=1, progress=None)
+    with pytest.raises(ValueError, match="pass 2 read 399 documents .* pass 1 400 .* the inputs changed"):
+        one.strong_pairs([pairs[0].kept_above(one.threshold)], ["p"])
+    # SuperBPE and the greedy split need the uncut candidates
+    sup = phase_one(path, 660, "superbpe", 60)
+    assert not sup.cuts_in_tasks
+    counts = superword.count(path, runs=False)
+    greedy = _core.train_phase_one(counts._impl, vocab_size=600, algorithm="boundless", supermerges=None,
+                                   greedy_split=True, tau=1.1, blowup=False, threads=1, progress=None)
+    assert not greedy.cuts_in_tasks
+    table = _core.segments_files([str(path)], "text", one.word_model,
+                                 _core.Pairs.from_bytes(pairs[0].kept_above(one.threshold).to_bytes(), "p"),
+                                 threads=1, progress=None)
+    with pytest.raises(ValueError, match="segments cut in the tasks are for BoundlessBPE without the greedy"):
+        greedy.finish_segments(table.to_bytes(), "s", threads=1, progress=None)

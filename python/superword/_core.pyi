@@ -208,8 +208,9 @@ def train_counts(counts: Counts, *, vocab_size: int, algorithm: str, supermerges
 
 # -- training in two passes (src/py/candidates.rs) -------------------------------------------
 
-__all__ += ["Candidates", "PhaseOne", "candidates_files", "candidates_iter", "merge_candidates",
-            "train_phase_one"]
+__all__ += ["Candidates", "Pairs", "PhaseOne", "Segments", "candidates_files", "candidates_iter",
+            "merge_candidates", "merge_pairs", "merge_segment_bytes", "merge_segments", "pairs_files", "pairs_iter", "segments_files",
+            "segments_iter", "train_phase_one"]
 
 @final
 class Candidates:
@@ -240,12 +241,73 @@ def candidates_iter(documents: Iterable[str], word_model: str, *, threads: int |
     """The supermerge candidates of an iterable of documents, cut with the word model."""
 
 @final
+class Pairs:
+    """Counts of the pairs adjacent in supermerge candidates (one partition of them), or the
+    strong pairs of a corpus (immutable)."""
+    @staticmethod
+    def from_bytes(data: bytes, name: str) -> Pairs: ...
+    def to_bytes(self) -> bytes: ...
+    def kept_above(self, threshold: int) -> Pairs: ...
+    @property
+    def num_pairs(self) -> int: ...
+    @property
+    def documents(self) -> int: ...
+    @property
+    def threshold(self) -> int | None: ...
+
+def merge_pairs(tables: list[Pairs], names: list[str]) -> Pairs:
+    """The sum of pair tables made with one word model over disjoint documents."""
+
+def pairs_files(paths: list[str], text_field: str, word_model: str, partitions: int, *, threads: int | None,
+                progress: Callable[[str, int, int], object] | None) -> list[Pairs]:
+    """The pairs of the candidates of files read by the core, in ``partitions`` tables by hash."""
+
+def pairs_iter(documents: Iterable[str], word_model: str, partitions: int, *, threads: int | None,
+               progress: Callable[[str, int, int], object] | None) -> list[Pairs]:
+    """The pairs of the candidates of an iterable of documents, in ``partitions`` tables."""
+
+@final
+class Segments:
+    """Segments of supermerge candidates added up over some documents, for one word model and
+    one set of strong pairs (immutable)."""
+    @staticmethod
+    def from_bytes(data: bytes, name: str) -> Segments: ...
+    def to_bytes(self) -> bytes: ...
+    @property
+    def num_segments(self) -> int: ...
+    @property
+    def num_tokens(self) -> int: ...
+    @property
+    def documents(self) -> int: ...
+
+def merge_segments(tables: list[Segments], names: list[str]) -> Segments:
+    """The sum of segment tables made with one word model and one set of strong pairs."""
+
+def merge_segment_bytes(tables: list[bytes], names: list[str]) -> bytes:
+    """:func:`merge_segments` on the tables' bytes, into bytes, without parsing the tables."""
+
+def segments_files(paths: list[str], text_field: str, word_model: str, strong: Pairs, *, threads: int | None,
+                   progress: Callable[[str, int, int], object] | None) -> Segments:
+    """The segments of the candidates of files read by the core, cut where no strong pair stands."""
+
+def segments_iter(documents: Iterable[str], word_model: str, strong: Pairs, *, threads: int | None,
+                  progress: Callable[[str, int, int], object] | None) -> Segments:
+    """The segments of the candidates of an iterable of documents."""
+
+@final
 class PhaseOne:
     """Phase 1 done, waiting for the corpus' candidates (finished once)."""
     @property
     def word_model(self) -> str: ...
+    @property
+    def threshold(self) -> int | None: ...
+    @property
+    def cuts_in_tasks(self) -> bool: ...
+    def strong_pairs(self, tables: list[Pairs], names: list[str]) -> Pairs: ...
     def finish(self, data: bytes, name: str, *, threads: int | None,
                progress: Callable[[str, int, int], object] | None) -> Tokenizer: ...
+    def finish_segments(self, data: bytes, name: str, *, threads: int | None,
+                        progress: Callable[[str, int, int], object] | None) -> Tokenizer: ...
 
 def train_phase_one(counts: Counts, *, vocab_size: int, algorithm: str, supermerges: int | None,
                     greedy_split: bool, tau: float, blowup: bool, threads: int | None,

@@ -64,6 +64,11 @@ STALL_SECONDS = 30.0
 _HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
 #: times Ray runs a task again when its worker dies
 MAX_RETRIES = 3
+#: the most partitions (by hash) of the pairs counted to cut pass 2 in the tasks
+PAIR_PARTITIONS = 16
+#: whether BoundlessBPE without the greedy split cuts its candidates in the tasks (three
+#: passes over the text; else two, and the driver gathers the uncut candidates)
+CUT_IN_TASKS = True
 
 
 def import_ray() -> Any:
@@ -360,6 +365,69 @@ def _merge_candidate_parts(*parts: bytes) -> bytes:
     return bytes(_core.merge_candidates(tables, [f"candidate part {i}" for i in range(len(parts))]).to_bytes())
 
 
+def _pairs_part(path: str, start: int, end: int | None, word_model: str, text_field: str, partitions: int,
+                threads: int = 1) -> list[bytes]:
+    """A map task of step 1 of pass 2 cut in the tasks: the pairs of the candidates of one file
+    or byte range, in ``partitions`` pair tables by hash."""
+    _core = _core_module()
+    paths, documents = _documents_of(path, start, end, text_field)
+    if paths is not None:
+        tables = _core.pairs_files(paths, text_field, word_model, partitions, threads=threads, progress=None)
+    else:
+        tables = _core.pairs_iter(documents, word_model, partitions, threads=threads, progress=None)
+    return [bytes(t.to_bytes()) for t in tables]
+
+
+def _pairs_shard(dataset: Any, index: int, word_model: str, text_field: str, partitions: int,
+                 threads: int = 1) -> list[bytes]:
+    """:func:`_pairs_part` of shard ``index`` of a streaming dataset."""
+    documents = _shard_documents(dataset, index, text_field)
+    tables = _core_module().pairs_iter(documents, word_model, partitions, threads=threads, progress=None)
+    return [bytes(t.to_bytes()) for t in tables]
+
+
+def _merge_pair_parts(*parts: bytes) -> bytes:
+    """A reduce task of step 1: the sum of one partition's pair tables."""
+    _core = _core_module()
+    names = [f"pair part {i}" for i in range(len(parts))]
+    tables = [_core.Pairs.from_bytes(p, n) for p, n in zip(parts, names)]
+    return bytes(_core.merge_pairs(tables, names).to_bytes())
+
+
+def _strong_part(threshold: int, part: bytes) -> bytes:
+    """The last task of a partition in step 1: its pairs counted more than ``threshold`` times."""
+    return bytes(_core_module().Pairs.from_bytes(part, "a partition's pairs").kept_above(threshold).to_bytes())
+
+
+def _segments_part(path: str, start: int, end: int | None, word_model: str, text_field: str, strong: bytes,
+                   kill_marker: str | None = None, threads: int = 1) -> bytes:
+    """A map task of step 2 of pass 2 cut in the tasks: the segments of the candidates of one
+    file or byte range, cut where no strong pair stands (a segment table's bytes)."""
+    _die_once(kill_marker)
+    _core = _core_module()
+    pairs = _core.Pairs.from_bytes(strong, "the strong pairs")
+    paths, documents = _documents_of(path, start, end, text_field)
+    if paths is not None:
+        table = _core.segments_files(paths, text_field, word_model, pairs, threads=threads, progress=None)
+    else:
+        table = _core.segments_iter(documents, word_model, pairs, threads=threads, progress=None)
+    return bytes(table.to_bytes())
+
+
+def _segments_shard(dataset: Any, index: int, word_model: str, text_field: str, strong: bytes,
+                    threads: int = 1) -> bytes:
+    """:func:`_segments_part` of shard ``index`` of a streaming dataset."""
+    _core = _core_module()
+    documents = _shard_documents(dataset, index, text_field)
+    pairs = _core.Pairs.from_bytes(strong, "the strong pairs")
+    return bytes(_core.segments_iter(documents, word_model, pairs, threads=threads, progress=None).to_bytes())
+
+
+def _merge_segment_parts(*parts: bytes) -> bytes:
+    """A reduce task of step 2: the sum of segment tables."""
+    return _core_module().merge_segment_bytes(list(parts), [f"segment part {i}" for i in range(len(parts))])
+
+
 class _Local:
     """Runs the tasks of :func:`_map_reduce` one after another in this process, each on
     ``threads`` threads: the path Ray takes, without Ray (tests, and one machine)."""
@@ -370,10 +438,13 @@ class _Local:
     def cpus(self) -> int:
         return self.threads
 
-    def task(self, function: Callable[..., bytes], threads: bool) -> Callable[..., Any]:
+    def task(self, function: Callable[..., Any], threads: bool, returns: int = 1) -> Callable[..., Any]:
         if threads:
             return lambda *args: function(*args, threads=self.threads)
         return function
+
+    def put(self, value: bytes) -> Any:
+        return value
 
     def done(self, pending: list[Any]) -> tuple[list[Any], list[Any]]:
         return pending[:1], pending[1:]
@@ -393,14 +464,41 @@ class _OnRay:
     def cpus(self) -> int:
         return int(self.ray.cluster_resources().get("CPU", 1))
 
-    def task(self, function: Callable[..., bytes], threads: bool) -> Callable[..., Any]:
-        return self.ray.remote(num_cpus=1, max_retries=MAX_RETRIES)(function).remote
+    def task(self, function: Callable[..., Any], threads: bool, returns: int = 1) -> Callable[..., Any]:
+        # (a task of several results returns a list of them, one object each)
+        return self.ray.remote(num_cpus=1, max_retries=MAX_RETRIES, num_returns=returns)(function).remote
+
+    def put(self, value: bytes) -> Any:
+        return self.ray.put(value)
 
     def done(self, pending: list[Any]) -> tuple[list[Any], list[Any]]:
         return wait_one(self.ray, pending, self.endpoint)
 
     def get(self, ref: Any) -> bytes:
         return self.ray.get(ref)
+
+
+def _tree(merge_task: Callable[..., Any], merge_args: tuple[Any, ...], refs: list[Any],
+          tasks: list[Any]) -> Any:
+    """``merge_task(*merge_args, *refs)`` as a tree, :data:`FAN_IN` results at a time (the new
+    tasks are added to ``tasks``): the root's result."""
+    while len(refs) > 1:
+        refs = [merge_task(*merge_args, *refs[i:i + FAN_IN]) if len(refs[i:i + FAN_IN]) > 1 else refs[i]
+                for i in range(0, len(refs), FAN_IN)]
+        tasks += [r for r in refs if not any(r is t for t in tasks)]
+    return refs[0]
+
+
+def _wait(runner: _Local | _OnRay, tasks: list[Any], stage: str,
+          progress: Callable[[str, int, int], object] | None) -> None:
+    """Wait for ``tasks``, reporting ``progress(stage, done, planned)``."""
+    if progress is not None:  # tasks done of tasks planned (map and merge tasks alike)
+        pending, done = tasks, 0
+        progress(stage, 0, len(tasks))
+        while pending:
+            ready, pending = runner.done(pending)
+            done += len(ready)
+            progress(stage, done, len(tasks))
 
 
 def _map_reduce(runner: _Local | _OnRay, part: Callable[..., bytes], args: list[tuple[Any, ...]],
@@ -412,18 +510,32 @@ def _map_reduce(runner: _Local | _OnRay, part: Callable[..., bytes], args: list[
     map_task, merge_task = runner.task(part, threads=True), runner.task(merge, threads=False)
     refs = [map_task(*a) for a in args]
     tasks = list(refs)
-    while len(refs) > 1:  # merge as a tree, FAN_IN tables per task
-        refs = [merge_task(*merge_args, *refs[i:i + FAN_IN]) if len(refs[i:i + FAN_IN]) > 1 else refs[i]
-                for i in range(0, len(refs), FAN_IN)]
-        tasks += [r for r in refs if not any(r is t for t in tasks)]
-    if progress is not None:  # tasks done of tasks planned (map and merge tasks alike)
-        pending, done = tasks, 0
-        progress(stage, 0, len(tasks))
-        while pending:
-            ready, pending = runner.done(pending)
-            done += len(ready)
-            progress(stage, done, len(tasks))
-    return runner.get(refs[0])
+    root = _tree(merge_task, merge_args, refs, tasks)
+    _wait(runner, tasks, stage, progress)
+    return runner.get(root)
+
+
+def _strong_pairs(runner: _Local | _OnRay, one: Any, part: Callable[..., list[bytes]],
+                  args: list[tuple[Any, ...]], stage: str,
+                  progress: Callable[[str, int, int], object] | None) -> bytes:
+    """Step 1 of pass 2 cut in the tasks: ``part(*a, partitions)`` for each ``a`` of ``args``
+    gives a shard's pair tables, one per partition by hash; each partition is summed over the
+    shards as a tree of tasks and kept above phase 1's threshold by one more task, so that no
+    task holds more than a partition's pairs.  The driver gathers only the strong pairs, their
+    union (a pair table's bytes)."""
+    partitions = max(2, min(PAIR_PARTITIONS, len(args)))
+    map_task = runner.task(part, threads=True, returns=partitions)
+    merge_task, keep_task = runner.task(_merge_pair_parts, threads=False), runner.task(_strong_part, threads=False)
+    outs = [map_task(*a, partitions) for a in args]
+    tasks = [r for out in outs for r in out]
+    roots = [keep_task(one.threshold, _tree(merge_task, (), [out[k] for out in outs], tasks))
+             for k in range(partitions)]
+    tasks += roots
+    _wait(runner, tasks, stage, progress)
+    _core = _core_module()
+    names = [f"pair partition {k}" for k in range(partitions)]
+    tables = [_core.Pairs.from_bytes(runner.get(r), n) for r, n in zip(roots, names)]
+    return bytes(one.strong_pairs(tables, names).to_bytes())
 
 
 def _paths(inputs: Any) -> list[str]:
@@ -471,10 +583,11 @@ def train_two_pass(inputs: Any, *, pattern: str, script_pattern: str | None, scr
                    text_field: str, vocab_size: int, algorithm: str, supermerges: int | None,
                    greedy_split: bool, tau: float, blowup: bool, threads: int,
                    progress: Callable[[str, int, int], object] | None, address: str | None,
-                   local: bool = False, kill_marker: str | None = None) -> tuple[Any, _count_table.Counts]:
+                   local: bool = False, kill_marker: str | None = None) -> tuple[Any, _count_table.Counts, int]:
     """BoundlessBPE or SuperBPE in two passes over the files (checked arguments), on Ray, or
     with ``local=True`` shard by shard in this process: the model of training on the text
-    here, byte for byte.  Returns the Rust core's tokenizer and the counts of pass 1.
+    here, byte for byte.  Returns the Rust core's tokenizer, the counts of pass 1 and how many
+    times the text was read (2 or 3).
 
     1. Pass 1 counts the pretokens only (no letter runs) and phase 1 trains the word model on
        the driver.
@@ -482,6 +595,12 @@ def train_two_pass(inputs: Any, *, pattern: str, script_pattern: str | None, scr
        and cuts them with the word model into supermerge candidates, added up; the candidate
        tables are summed as a tree of tasks, and stage 3 and phase 2 run on the driver on the
        sum.  No task and not the driver ever holds the runs of more than one shard.
+
+    BoundlessBPE without the greedy split cuts the candidates in the tasks instead, in two
+    steps (a third pass over the text): each task counts the pairs of its candidates, the pairs
+    are summed by hash partition and kept above phase 1's threshold (the strong pairs), then
+    each task cuts its candidates where no strong pair stands and returns the segments phase 2
+    trains on, summed as a tree.  No process then holds the uncut candidates of the corpus.
     """
     _core = _core_module()
     sharded = is_sharded_dataset(inputs)
@@ -500,13 +619,31 @@ def train_two_pass(inputs: Any, *, pattern: str, script_pattern: str | None, scr
     one = _core.train_phase_one(counts._impl, vocab_size=vocab_size, algorithm=algorithm,
                                 supermerges=supermerges, greedy_split=greedy_split, tau=tau, blowup=blowup,
                                 threads=threads, progress=progress)
+    if CUT_IN_TASKS and one.cuts_in_tasks:  # pass 2 in two steps, three passes over the text
+        if sharded:
+            shards = [(dataset, i, one.word_model, text_field) for i in range(inputs.num_shards)]
+            strong = runner.put(_strong_pairs(runner, one, _pairs_shard, shards, "ray_candidate_tasks", progress))
+            shards = [(dataset, i, one.word_model, text_field, strong) for i in range(inputs.num_shards)]
+            table = _map_reduce(runner, _segments_shard, shards, _merge_segment_parts, (),
+                                "ray_candidate_tasks", progress)
+        else:
+            ranges = plan(paths, RANGES_PER_CPU * runner.cpus())
+            step1: list[tuple[Any, ...]] = [(path, start, end, one.word_model, text_field)
+                                            for path, start, end in ranges]
+            strong = runner.put(_strong_pairs(runner, one, _pairs_part, step1, "ray_candidate_tasks", progress))
+            step2: list[tuple[Any, ...]] = [
+                (path, start, end, one.word_model, text_field, strong, kill_marker if i == 0 else None)
+                for i, (path, start, end) in enumerate(ranges)]
+            table = _map_reduce(runner, _segments_part, step2, _merge_segment_parts, (), "ray_candidate_tasks",
+                                progress)
+        return one.finish_segments(table, "the segments of pass 2", threads=threads, progress=progress), counts, 3
     if sharded:  # the dataset's shards again
         shards = [(dataset, i, one.word_model, text_field) for i in range(inputs.num_shards)]
         table = _map_reduce(runner, _candidates_shard, shards, _merge_candidate_parts, (),
                             "ray_candidate_tasks", progress)
     else:  # the shards of pass 2 are planned again: the same files, maybe another cluster size
-        args = [(path, start, end, one.word_model, text_field, kill_marker if i == 0 else None)
+        args: list[tuple[Any, ...]] = [(path, start, end, one.word_model, text_field, kill_marker if i == 0 else None)
                 for i, (path, start, end) in enumerate(plan(paths, RANGES_PER_CPU * runner.cpus()))]
         table = _map_reduce(runner, _candidates_part, args, _merge_candidate_parts, (), "ray_candidate_tasks",
                             progress)
-    return one.finish(table, "the candidates of pass 2", threads=threads, progress=progress), counts
+    return one.finish(table, "the candidates of pass 2", threads=threads, progress=progress), counts, 2

@@ -412,7 +412,9 @@ fn version() -> &'static str {
 mod _core {
     #[pymodule_export]
     use super::candidates::{
-        candidates_files, candidates_iter, merge_candidates, train_phase_one, PyCandidates, PyPhaseOne,
+        candidates_files, candidates_iter, merge_candidates, merge_pairs, merge_segment_bytes,
+        merge_segments, pairs_files, pairs_iter, segments_files, segments_iter, train_phase_one,
+        PyCandidates, PyPairs, PyPhaseOne, PySegments,
     };
     #[pymodule_export]
     use super::counts::{count_files, count_iter, merge_counts, train_counts, PyCounts};

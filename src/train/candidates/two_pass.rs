@@ -20,6 +20,9 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
+mod strong;
+pub use strong::{phase_two_segments, shard_pairs, shard_segments, PairTable, SegmentTable};
+
 use super::{cut, supermerge_candidates, Candidates, CutCandidates, Cutting, Threshold};
 use crate::control::Control;
 use crate::count::Counts;
@@ -66,6 +69,20 @@ impl PhaseOne {
     /// The word model's file (a `BoundlessBPE v2 word` model).
     pub fn word_model_text(&self) -> &str {
         &self.text
+    }
+
+    /// The count of the word model's last (smallest) merge, `T`: a pair of candidates counted
+    /// no more than that never wins a supermerge (`None`: no merges).
+    pub fn threshold(&self) -> Option<u64> {
+        self.word.min_merge_count()
+    }
+
+    /// Whether pass 2 can cut the candidates into segments in the tasks
+    /// ([`shard_segments`]): BoundlessBPE without the greedy split, with a threshold.
+    /// Otherwise phase 2 needs the uncut candidates (the greedy split their frequent n-grams,
+    /// SuperBPE its fallback below a guessed threshold).
+    pub fn cuts_in_tasks(&self) -> bool {
+        self.phase2 == Phase2::Boundless && !self.config.greedy_split && self.threshold().is_some()
     }
 }
 
@@ -128,15 +145,19 @@ pub fn word_model_for_shards(text: &str, name: &str) -> Result<(Encoder, Pretoke
     Ok((Encoder::new(&model, false)?, pretokenizer))
 }
 
+/// The word-model token of each pretoken of `words`, when it is eligible (one token).
+fn eligible(words: &[(Box<str>, u64)], encoder: &Encoder) -> Vec<Option<TokenId>> {
+    words
+        .par_iter()
+        .map(|(w, _)| encoder.single_token(w.as_bytes()))
+        .collect()
+}
+
 /// One shard's supermerge candidates: its letter runs (`counts`, counted with runs) cut at
 /// the pretokens that `encoder` (the word model's) does not make one reachable token, added
 /// up, in the word model file's ids.  Runs on the current rayon pool.
 pub fn shard_candidates(counts: Counts, encoder: &Encoder, model_text: &str) -> Result<CandidateTable> {
-    let token_of: Vec<Option<TokenId>> = counts
-        .words
-        .par_iter()
-        .map(|(w, _)| encoder.single_token(w.as_bytes()))
-        .collect();
+    let token_of = eligible(&counts.words, encoder);
     let (documents, pretokens) = (counts.documents, counts.pretokens);
     drop(counts.words);
     let candidates = supermerge_candidates(counts.runs, &token_of)?;
@@ -179,13 +200,15 @@ struct Reader<'a> {
     data: &'a [u8],
     at: usize,
     name: &'a str,
+    /// what the data is ("candidate table")
+    kind: &'a str,
 }
 
 impl Reader<'_> {
     fn bad(&self, what: &str) -> Error {
         Error::Value(format!(
-            "{}: not a valid candidate table ({what} at byte {})",
-            self.name, self.at
+            "{}: not a valid {} ({what} at byte {})",
+            self.name, self.kind, self.at
         ))
     }
 
@@ -215,7 +238,48 @@ impl Reader<'_> {
     }
 }
 
+/// What a table of pass 2 says of where it comes from: the word model's fingerprint and size,
+/// the documents and pretokens it read.
+pub(crate) struct Header {
+    pub fingerprint: u64,
+    pub n_tokens: u64,
+    pub documents: u64,
+    pub pretokens: u64,
+}
+
+/// Refuse a table of pass 2 (`what`: "candidates", ...) made with another word model than
+/// `text` (of `n_tokens` tokens), or over other documents than pass 1 read (`pass_one`).
+fn check_source(text: &str, n_tokens: usize, pass_one: (u64, u64), table: &Header, what: &str) -> Result<()> {
+    if table.fingerprint != fingerprint(text) || table.n_tokens != n_tokens as u64 {
+        return Err(Error::Value(format!(
+            "these {what} were made with another word model (fingerprint {:016x}, {} tokens) than \
+             this phase 1's ({:016x}, {n_tokens} tokens)",
+            table.fingerprint,
+            table.n_tokens,
+            fingerprint(text),
+        )));
+    }
+    let (documents, pretokens) = pass_one;
+    if (table.documents, table.pretokens) != (documents, pretokens) {
+        return Err(Error::Value(format!(
+            "pass 2 read {} documents and {} pretokens, pass 1 {documents} and {pretokens}: the inputs \
+             changed between the two passes",
+            table.documents, table.pretokens
+        )));
+    }
+    Ok(())
+}
+
 impl CandidateTable {
+    fn header(&self) -> Header {
+        Header {
+            fingerprint: self.fingerprint,
+            n_tokens: self.n_tokens,
+            documents: self.documents,
+            pretokens: self.pretokens,
+        }
+    }
+
     /// A table of `candidates` (added up: each distinct once), put in canonical order.
     pub fn new(
         fingerprint: u64,
@@ -273,6 +337,7 @@ impl CandidateTable {
             data,
             at: MAGIC.len(),
             name,
+            kind: "candidate table",
         };
         let (fingerprint, n_tokens, documents, pretokens, n) =
             (r.u64()?, r.u64()?, r.u64()?, r.u64()?, r.u64()?);
@@ -389,23 +454,13 @@ pub fn phase_two(
         pretokens,
     } = one;
     stats.extend(phase1);
-    if table.fingerprint != fingerprint(&text) || table.n_tokens != word.order.len() as u64 {
-        return Err(Error::Value(format!(
-            "these candidates were made with another word model (fingerprint {:016x}, {} tokens) than \
-             this phase 1's ({:016x}, {} tokens)",
-            table.fingerprint,
-            table.n_tokens,
-            fingerprint(&text),
-            word.order.len()
-        )));
-    }
-    if (table.documents, table.pretokens) != (documents, pretokens) {
-        return Err(Error::Value(format!(
-            "pass 2 read {} documents and {} pretokens, pass 1 {documents} and {pretokens}: the inputs \
-             changed between the two passes",
-            table.documents, table.pretokens
-        )));
-    }
+    check_source(
+        &text,
+        word.order.len(),
+        (documents, pretokens),
+        &table.header(),
+        "candidates",
+    )?;
     let clock = Instant::now();
     // the model file's ids -> training's ids
     let order = &word.order;
