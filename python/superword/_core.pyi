@@ -209,8 +209,8 @@ def train_counts(counts: Counts, *, vocab_size: int, algorithm: str, supermerges
 # -- training in two passes (src/py/candidates.rs) -------------------------------------------
 
 __all__ += ["Candidates", "Pairs", "PhaseOne", "Segments", "candidates_files", "candidates_iter",
-            "merge_candidates", "merge_pairs", "merge_segment_bytes", "merge_segments", "pairs_files", "pairs_iter", "segments_files",
-            "segments_iter", "train_phase_one"]
+            "merge_candidates", "merge_pairs", "merge_segment_bytes", "merge_segments", "pairs_files",
+            "pairs_iter", "segments_files", "segments_iter", "train_phase_one"]
 
 @final
 class Candidates:
