@@ -33,3 +33,21 @@ def read_lines(path: Path, limit: int | None = None) -> list[str]:
                 break
             out.append(line.rstrip("\n").removesuffix("\r"))
     return out
+
+
+def set_hf_pattern(path: Path, pattern: str) -> None:
+    """Rewrite a ``tokenizer.json`` so that every ``Split`` pre-tokenizer splits by ``pattern``."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+
+    def put(node):
+        if isinstance(node, dict):
+            if node.get("type") == "Split" and isinstance(node.get("pattern"), dict):
+                node["pattern"] = {"Regex": pattern}
+            for v in node.values():
+                put(v)
+        elif isinstance(node, list):
+            for v in node:
+                put(v)
+
+    put(data)
+    path.write_text(json.dumps(data), encoding="utf-8")

@@ -18,7 +18,7 @@ import zlib
 
 import pytest
 import superword
-from helpers import GOLDEN, need
+from helpers import GOLDEN, need, set_hf_pattern
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from superword.minbpe import RegexTokenizer
@@ -534,18 +534,7 @@ def door_hf(tmp_path, pattern, backend):
     tok = superword.train(DOCS, 280, "bpe", script_aware=False, backend="rust")
     tok.save_hf(tmp_path / "hf")
     path = tmp_path / "hf" / "tokenizer.json"
-    data = json.loads(path.read_text(encoding="utf-8"))
-    def put(node):
-        if isinstance(node, dict):
-            if node.get("type") == "Split" and isinstance(node.get("pattern"), dict):
-                node["pattern"] = {"Regex": pattern}
-            for v in node.values():
-                put(v)
-        elif isinstance(node, list):
-            for v in node:
-                put(v)
-    put(data)
-    path.write_text(json.dumps(data), encoding="utf-8")
+    set_hf_pattern(path, pattern)
     superword.Tokenizer.from_hf(path, backend=backend)
 
 

@@ -16,6 +16,7 @@ import re
 
 import pytest
 import superword
+from helpers import set_hf_pattern
 from superword.reference.pretokenize import MAX_PATTERN_SIZE
 
 BACKENDS = ["reference", "rust"]
@@ -85,19 +86,7 @@ def door_hf(tmp_path, pattern, backend, texts):
     tok = superword.train(DOCS, 262, "bpe", script_aware=False, backend="rust")
     tok.save_hf(tmp_path / "hf", overwrite=True)
     path = tmp_path / "hf" / "tokenizer.json"
-    data = json.loads(path.read_text(encoding="utf-8"))
-
-    def put(node):
-        if isinstance(node, dict):
-            if node.get("type") == "Split" and isinstance(node.get("pattern"), dict):
-                node["pattern"] = {"Regex": pattern}
-            for v in node.values():
-                put(v)
-        elif isinstance(node, list):
-            for v in node:
-                put(v)
-    put(data)
-    path.write_text(json.dumps(data), encoding="utf-8")
+    set_hf_pattern(path, pattern)
     return superword.Tokenizer.from_hf(path, backend=backend)
 
 

@@ -243,37 +243,43 @@ impl Encoder {
     fn reachable_in_pool(&self, is_super: &[bool], single: &[bool]) -> Result<Vec<bool>> {
         // step 3 on a piece's bytes is one token when they are a token `single` holds
         let one = |piece: &[u8]| self.ids.get(piece).copied().filter(|&t| single[t as usize]);
+        self.each_word_token(is_super, |text| {
+            // each pretoken's tokens; a pretoken of several ends the test (`None`)
+            let mut tokens: Option<Vec<TokenId>> = Some(Vec::new());
+            self.pretokenizer.for_each(text, |piece| {
+                let next = tokens.as_ref().and(one(piece.as_bytes()));
+                match (tokens.as_mut(), next) {
+                    (Some(t), Some(x)) => t.push(x),
+                    _ => tokens = None,
+                }
+            })?;
+            let Some(mut tokens) = tokens else {
+                return Ok(false);
+            };
+            if tokens.len() >= 2 {
+                // one token in the end only when all are in supermerges and step 4 joins
+                // them (a word token stays apart from the rest)
+                if self.super_ranks.is_empty() || tokens.iter().any(|&t| self.super_part[t as usize] == 0) {
+                    return Ok(false);
+                }
+                self.flush(&mut tokens, 0);
+            }
+            Ok(tokens.len() == 1)
+        })
+    }
+
+    /// `test` of each word token's text, in parallel; super tokens and tokens that are not
+    /// UTF-8 (no text encodes to them alone) are false.
+    fn each_word_token(
+        &self,
+        is_super: &[bool],
+        test: impl Fn(&str) -> Result<bool> + Sync,
+    ) -> Result<Vec<bool>> {
         (0..self.vocab.len())
             .into_par_iter()
-            .map(|id| {
-                if is_super[id] {
-                    return Ok(false);
-                }
-                let Ok(text) = std::str::from_utf8(&self.vocab[id]) else {
-                    return Ok(false);
-                };
-                // each pretoken's tokens; a pretoken of several ends the test (`None`)
-                let mut tokens: Option<Vec<TokenId>> = Some(Vec::new());
-                self.pretokenizer.for_each(text, |piece| {
-                    let next = tokens.as_ref().and(one(piece.as_bytes()));
-                    match (tokens.as_mut(), next) {
-                        (Some(t), Some(x)) => t.push(x),
-                        _ => tokens = None,
-                    }
-                })?;
-                let Some(mut tokens) = tokens else {
-                    return Ok(false);
-                };
-                if tokens.len() >= 2 {
-                    // one token in the end only when all are in supermerges and step 4 joins
-                    // them (a word token stays apart from the rest)
-                    if self.super_ranks.is_empty() || tokens.iter().any(|&t| self.super_part[t as usize] == 0)
-                    {
-                        return Ok(false);
-                    }
-                    self.flush(&mut tokens, 0);
-                }
-                Ok(tokens.len() == 1)
+            .map(|id| match std::str::from_utf8(&self.vocab[id]) {
+                Ok(text) if !is_super[id] => test(text),
+                _ => Ok(false),
             })
             .collect()
     }
@@ -284,20 +290,11 @@ impl Encoder {
     #[doc(hidden)]
     pub fn reachable_by_encoding(&self, is_super: &[bool]) -> Result<Vec<bool>> {
         crate::threads::parallel(|| {
-            (0..self.vocab.len())
-                .into_par_iter()
-                .map(|id| {
-                    if is_super[id] {
-                        return Ok(false);
-                    }
-                    let Ok(text) = std::str::from_utf8(&self.vocab[id]) else {
-                        return Ok(false);
-                    };
-                    let mut out = Vec::new();
-                    self.encode_into(text, false, &mut out)?;
-                    Ok(out.len() == 1)
-                })
-                .collect()
+            self.each_word_token(is_super, |text| {
+                let mut out = Vec::new();
+                self.encode_into(text, false, &mut out)?;
+                Ok(out.len() == 1)
+            })
         })?
     }
 

@@ -204,7 +204,24 @@ struct Reader<'a> {
     kind: &'a str,
 }
 
-impl Reader<'_> {
+impl<'a> Reader<'a> {
+    /// A reader just past `magic`, the first bytes every `kind` of table starts with (errors
+    /// name `name`).
+    fn open(data: &'a [u8], magic: &[u8], name: &'a str, kind: &'a str) -> Result<Reader<'a>> {
+        if !data.starts_with(magic) {
+            return Err(Error::Value(format!(
+                "{name}: not a {kind} (it does not start with {:?})",
+                std::str::from_utf8(magic).unwrap_or("").trim_end()
+            )));
+        }
+        Ok(Reader {
+            data,
+            at: magic.len(),
+            name,
+            kind,
+        })
+    }
+
     fn bad(&self, what: &str) -> Error {
         Error::Value(format!(
             "{}: not a valid {} ({what} at byte {})",
@@ -327,18 +344,7 @@ impl CandidateTable {
 
     /// Parse [`Self::to_bytes`]'s bytes; anything else is an error naming `name`.
     pub fn parse(data: &[u8], name: &str) -> Result<CandidateTable> {
-        if !data.starts_with(MAGIC) {
-            return Err(Error::Value(format!(
-                "{name}: not a candidate table (it does not start with {:?})",
-                std::str::from_utf8(MAGIC).unwrap_or("").trim_end()
-            )));
-        }
-        let mut r = Reader {
-            data,
-            at: MAGIC.len(),
-            name,
-            kind: "candidate table",
-        };
+        let mut r = Reader::open(data, MAGIC, name, "candidate table")?;
         let (fingerprint, n_tokens, documents, pretokens, n) =
             (r.u64()?, r.u64()?, r.u64()?, r.u64()?, r.u64()?);
         // (each candidate takes at least four bytes: a bound on `n` before reserving)

@@ -193,18 +193,7 @@ impl PairTable {
 
     /// Parse [`Self::to_bytes`]'s bytes; anything else is an error naming `name`.
     pub fn parse(data: &[u8], name: &str) -> Result<PairTable> {
-        if !data.starts_with(PAIRS_MAGIC) {
-            return Err(Error::Value(format!(
-                "{name}: not a pair table (it does not start with {:?})",
-                std::str::from_utf8(PAIRS_MAGIC).unwrap_or("").trim_end()
-            )));
-        }
-        let mut r = Reader {
-            data,
-            at: PAIRS_MAGIC.len(),
-            name,
-            kind: "pair table",
-        };
+        let mut r = Reader::open(data, PAIRS_MAGIC, name, "pair table")?;
         let (fingerprint, n_tokens, documents, pretokens, above, n) =
             (r.u64()?, r.u64()?, r.u64()?, r.u64()?, r.u64()?, r.u64()?);
         let above = above.checked_sub(1);
@@ -419,18 +408,7 @@ struct SegmentReader<'a> {
 
 impl<'a> SegmentReader<'a> {
     fn open(data: &'a [u8], name: &'a str) -> Result<SegmentReader<'a>> {
-        if !data.starts_with(SEGMENTS_MAGIC) {
-            return Err(Error::Value(format!(
-                "{name}: not a segment table (it does not start with {:?})",
-                std::str::from_utf8(SEGMENTS_MAGIC).unwrap_or("").trim_end()
-            )));
-        }
-        let mut r = Reader {
-            data,
-            at: SEGMENTS_MAGIC.len(),
-            name,
-            kind: "segment table",
-        };
+        let mut r = Reader::open(data, SEGMENTS_MAGIC, name, "segment table")?;
         let (fingerprint, n_tokens, documents, pretokens, threshold, left, n_alone) = (
             r.u64()?,
             r.u64()?,
