@@ -20,6 +20,7 @@ import os
 import platform
 import stat
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 from ._files import write_text_atomic
@@ -91,9 +92,13 @@ def write(model_path: str | os.PathLike[str], provenance: dict[str, Any], model_
                       json.dumps(record, indent=2, ensure_ascii=False) + "\n")
 
 
-def read(model_path: str | os.PathLike[str], model_text: str) -> dict[str, Any] | None:
+def read(model_path: str | os.PathLike[str], model_text: Callable[[], str]) -> dict[str, Any] | None:
     """The provenance beside ``model_path``, or ``None`` when there is no sidecar.  An
-    unreadable or mismatched sidecar gives a warning (naming it) and ``None``."""
+    unreadable or mismatched sidecar gives a warning (naming it) and ``None``.
+
+    ``model_text`` gives the loaded model's text; it is asked for only when the file's own
+    bytes do not have the sidecar's checksum (a file we saved holds exactly that text, and
+    making it again doubled the load time of a 105 MB model)."""
     path = sidecar_path(model_path)
     if not os.path.exists(path):
         return None
@@ -112,7 +117,8 @@ def read(model_path: str | os.PathLike[str], model_text: str) -> dict[str, Any] 
         warnings.warn(f"{path}: provenance sidecar ignored, it is not a superword provenance file",
                       stacklevel=3)
         return None
-    if record.get("model_sha256") != digest(model_text):
+    wanted = record.get("model_sha256")
+    if wanted != file_sha256(os.fspath(model_path)) and wanted != digest(model_text()):
         warnings.warn(f"{path}: provenance sidecar ignored, it describes another version of "
                       f"{os.fspath(model_path)}", stacklevel=3)
         return None

@@ -122,7 +122,7 @@ class Tokenizer:
             raise ValueError(f"{path}: {exc}") from None
         check_loaded_special_tokens(tok._impl.special_tokens, path, path)
         if os.path.exists(_provenance.sidecar_path(path)):
-            tok.provenance = _provenance.read(path, tok.model_text())
+            tok.provenance = _provenance.read(path, tok.model_text)
         return tok
 
     @classmethod

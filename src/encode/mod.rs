@@ -18,7 +18,7 @@ use crate::key::{Block, ByteMap, Prefetched};
 use crate::model::{Merges, Model};
 use crate::pretokenize::Pretokenizer;
 use crate::tokens::ngram::{prefix_set, split_one};
-use crate::tokens::ByteStrings;
+use crate::tokens::{ByteStrings, StringIndex};
 use crate::tokens::TokenId;
 
 pub mod batch;
@@ -60,7 +60,8 @@ type NgramTables = (FxHashSet<Box<[TokenId]>>, FxHashSet<Box<[TokenId]>>);
 pub struct Encoder {
     pub pretokenizer: Pretokenizer,
     vocab: ByteStrings,
-    ids: FxHashMap<Vec<u8>, TokenId>,
+    /// ids by bytes, over `vocab`
+    ids: StringIndex,
     byte_ids: [Option<TokenId>; 256],
     /// regular merges: pair -> (index, result)
     ranks: FxHashMap<(TokenId, TokenId), (u32, TokenId)>,
@@ -97,15 +98,12 @@ impl Encoder {
             s.script_specific_regex.as_deref(),
             s.script_specific_scripts.as_deref(),
         )?;
-        let ids: FxHashMap<Vec<u8>, TokenId> = model
-            .vocab
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (t.to_vec(), i as TokenId))
-            .collect();
+        let vocab = model.vocab.clone();
+        let index = StringIndex::new(&vocab);
+        let ids = |t: &[u8]| index.get(&vocab, t);
         let mut byte_ids = [None; 256];
         for b in 0..=255u8 {
-            byte_ids[b as usize] = ids.get(&[b][..]).copied();
+            byte_ids[b as usize] = ids(&[b]);
         }
         let table = |merges: &Merges| -> Result<FxHashMap<(TokenId, TokenId), (u32, TokenId)>> {
             let mut out = FxHashMap::default();
@@ -117,7 +115,7 @@ impl Encoder {
                 merged.extend_from_slice(m.left);
                 merged.extend_from_slice(m.right);
                 let find = |t: &[u8]| {
-                    ids.get(t).copied().ok_or_else(|| {
+                    ids(t).ok_or_else(|| {
                         Error::Value(format!(
                             "model is inconsistent: merge result {} is not in the vocabulary",
                             py_bytes(t)
@@ -175,7 +173,7 @@ impl Encoder {
                 .iter()
                 .filter_map(|g| {
                     g.iter()
-                        .map(|t| ids.get(t).copied())
+                        .map(|t| ids(t))
                         .collect::<Option<Box<[TokenId]>>>()
                 })
                 .collect();
@@ -186,8 +184,8 @@ impl Encoder {
         };
         let mut enc = Encoder {
             pretokenizer,
-            vocab: model.vocab.clone(),
-            ids,
+            vocab,
+            ids: index,
             byte_ids,
             ranks,
             super_ranks,
@@ -242,7 +240,7 @@ impl Encoder {
 
     fn reachable_in_pool(&self, is_super: &[bool], single: &[bool]) -> Result<Vec<bool>> {
         // step 3 on a piece's bytes is one token when they are a token `single` holds
-        let one = |piece: &[u8]| self.ids.get(piece).copied().filter(|&t| single[t as usize]);
+        let one = |piece: &[u8]| self.ids.get(&self.vocab, piece).filter(|&t| single[t as usize]);
         self.each_word_token(is_super, |text| {
             // each pretoken's tokens; a pretoken of several ends the test (`None`)
             let mut tokens: Option<Vec<TokenId>> = Some(Vec::new());
@@ -307,8 +305,7 @@ impl Encoder {
     /// The token a pretoken's bytes are when it is a reachable token (the shortcut's test).
     pub fn single_token(&self, bytes: &[u8]) -> Option<TokenId> {
         self.ids
-            .get(bytes)
-            .copied()
+            .get(&self.vocab, bytes)
             .filter(|&id| self.reachable[id as usize])
     }
 
@@ -317,7 +314,7 @@ impl Encoder {
     }
 
     pub fn id_of(&self, bytes: &[u8]) -> Option<TokenId> {
-        self.ids.get(bytes).copied()
+        self.ids.get(&self.vocab, bytes)
     }
 
     /// Apply the regular merges (and deletions) to one pretoken's bytes (step 3, no

@@ -50,13 +50,15 @@ pub(super) fn first_above<T: Copy>(list: &[(u32, T)], last: i64) -> Option<(u32,
 }
 
 impl Picky {
-    pub(super) fn new(model: &Model, ids: &FxHashMap<Vec<u8>, TokenId>) -> Result<Picky> {
+    /// `ids` finds a token of the model's vocabulary by its bytes.
+    pub(super) fn new(model: &Model, ids: &dyn Fn(&[u8]) -> Option<TokenId>) -> Result<Picky> {
         use crate::model::merge_indices;
         let n = model.vocab.len();
-        let mut extended: FxHashMap<Vec<u8>, TokenId> = ids.clone();
+        // ids past the vocabulary for the deleted tokens it no longer holds
+        let mut extended: FxHashMap<Vec<u8>, TokenId> = FxHashMap::default();
         let mut extra: Vec<Vec<u8>> = Vec::new();
         let mut id_of = |t: &[u8]| -> TokenId {
-            if let Some(&id) = extended.get(t) {
+            if let Some(id) = ids(t).or_else(|| extended.get(t).copied()) {
                 return id;
             }
             let id = (n + extra.len()) as TokenId;
@@ -71,7 +73,7 @@ impl Picky {
         let indices = merge_indices(model.merges.len(), &model.deletions);
         for (i, m) in indices.into_iter().zip(model.merges.iter()) {
             let merged = [m.left, m.right].concat();
-            if !ids.contains_key(&merged) && !deleted_bytes.contains(merged.as_slice()) {
+            if ids(&merged).is_none() && !deleted_bytes.contains(merged.as_slice()) {
                 return Err(Error::Value(format!(
                     "model is inconsistent: merge result {} is neither in the vocabulary nor deleted",
                     py_bytes(&merged)
@@ -121,11 +123,11 @@ impl Picky {
         let mut resolved: FxHashMap<&[u8], Vec<Vec<u8>>> = FxHashMap::default();
         for (token, parts) in &recorded {
             let mut out: Vec<Vec<u8>> = Vec::new();
-            if ids.contains_key(*token) {
+            if ids(token).is_some() {
                 out.push(token.to_vec());
             } else {
                 for part in parts {
-                    if ids.contains_key(part) {
+                    if ids(part).is_some() {
                         out.push(part.clone());
                     } else if let Some(r) = resolved.get(part.as_slice()) {
                         out.extend(r.iter().cloned());
@@ -141,7 +143,7 @@ impl Picky {
             let pieces = pieces
                 .iter()
                 .map(|p| {
-                    ids.get(p).copied().ok_or_else(|| {
+                    ids(p).ok_or_else(|| {
                         Error::Value(format!(
                             "model is inconsistent: the byte {} is not in the vocabulary",
                             py_bytes(p)

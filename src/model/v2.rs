@@ -440,7 +440,8 @@ pub fn loads(text: &str, name: &str) -> Result<Model> {
             )));
         }
         let raw = lines.token(f[1])?;
-        if !seen.insert(raw.clone()) {
+        // the map is one to one, so a token's printed form stands for its bytes
+        if !seen.insert(f[1]) {
             return Err(lines.error(format!("token {} appears twice in the vocabulary", show(f[1]))));
         }
         vocab.push(&raw);
@@ -448,7 +449,7 @@ pub fn loads(text: &str, name: &str) -> Result<Model> {
         is_super.push(f[3] == "1");
     }
     // every byte UTF-8 text can hold is a token (SPEC 2.2): the encoder falls back on them
-    if let Some(b) = crate::tokens::byte_token_values().find(|&b| !seen.contains(&[b][..])) {
+    if let Some(b) = crate::tokens::byte_token_values().find(|&b| !seen.contains(render(&[b]).as_str())) {
         return Err(Error::Value(format!(
             "{name}, line {count_line}: the vocabulary lacks the byte token {}; every byte UTF-8 \
              text can hold must be a token (SPEC 2.2)",
@@ -487,12 +488,14 @@ pub fn loads(text: &str, name: &str) -> Result<Model> {
     }
     lines.expect("words")?;
     let (settings, _, _, merges, merge_lines, deletions) = read_section(&mut lines)?;
+    let index = crate::tokens::StringIndex::new(&vocab);
+    let in_vocab = |t: &[u8]| index.get(&vocab, t).is_some();
     let deleted: std::collections::HashSet<&[u8]> = deletions.iter().map(|d| d.token.as_slice()).collect();
     check_merges(
         name,
         &merges,
         &merge_lines,
-        &seen,
+        &in_vocab,
         (!deletions.is_empty()).then_some(&deleted),
     )?;
     let mut supermerges = Merges::default();
@@ -510,7 +513,7 @@ pub fn loads(text: &str, name: &str) -> Result<Model> {
                 "the superwords section has deletions; only the word model (phase 1) can delete tokens (SPEC 9)",
             ));
         }
-        check_merges(name, &m, &m_lines, &seen, None)?;
+        check_merges(name, &m, &m_lines, &in_vocab, None)?;
         supermerges = m;
     }
     let mut ngrams = None;
@@ -556,23 +559,26 @@ fn check_merges(
     name: &str,
     merges: &Merges,
     at: &[usize],
-    vocab: &std::collections::HashSet<Vec<u8>>,
+    in_vocab: &dyn Fn(&[u8]) -> bool,
     deleted: Option<&std::collections::HashSet<&[u8]>>,
 ) -> Result<()> {
+    let mut made = Vec::new();
     for (m, line) in merges.iter().zip(at) {
-        let made = [m.left, m.right].concat();
+        made.clear();
+        made.extend_from_slice(m.left);
+        made.extend_from_slice(m.right);
         let error = |what: String| Error::Value(format!("{name}, line {line}: {what}"));
         match deleted {
             None => {
                 for half in [m.left, m.right] {
-                    if !vocab.contains(half) {
+                    if !in_vocab(half) {
                         return Err(error(format!(
                             "the merge's half {} is not in the vocabulary",
                             show(&render(half))
                         )));
                     }
                 }
-                if !vocab.contains(&made) {
+                if !in_vocab(&made) {
                     return Err(error(format!(
                         "the merge makes {}, which is not in the vocabulary",
                         show(&render(&made))
@@ -580,7 +586,7 @@ fn check_merges(
                 }
             }
             Some(deleted) => {
-                if !vocab.contains(&made) && !deleted.contains(made.as_slice()) {
+                if !in_vocab(&made) && !deleted.contains(made.as_slice()) {
                     return Err(error(format!(
                         "the merge makes {}, which is neither in the vocabulary nor deleted",
                         show(&render(&made))
