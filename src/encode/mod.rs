@@ -18,8 +18,8 @@ use crate::key::{Block, ByteMap, Prefetched};
 use crate::model::{Merges, Model};
 use crate::pretokenize::Pretokenizer;
 use crate::tokens::ngram::{prefix_set, split_one};
-use crate::tokens::{ByteStrings, StringIndex};
 use crate::tokens::TokenId;
+use crate::tokens::{ByteStrings, StringIndex};
 
 pub mod batch;
 pub mod cache;
@@ -171,11 +171,7 @@ impl Encoder {
             // n-grams of phase-1 tokens that this vocabulary lacks can never match a run
             let set: FxHashSet<Box<[TokenId]>> = table
                 .iter()
-                .filter_map(|g| {
-                    g.iter()
-                        .map(|t| ids(t))
-                        .collect::<Option<Box<[TokenId]>>>()
-                })
+                .filter_map(|g| g.iter().map(|t| ids(t)).collect::<Option<Box<[TokenId]>>>())
                 .collect();
             let prefixes = prefix_set(&set);
             Some((set, prefixes))

@@ -76,8 +76,9 @@ mod tests {
 
     #[test]
     fn every_character_near_the_map() {
-        let to_byte: std::collections::HashMap<char, u8> =
-            (0..=255u8).map(|b| (render(&[b]).chars().next().unwrap(), b)).collect();
+        let to_byte: std::collections::HashMap<char, u8> = (0..=255u8)
+            .map(|b| (render(&[b]).chars().next().unwrap(), b))
+            .collect();
         for code in 0..0x800u32 {
             let Some(c) = char::from_u32(code) else { continue };
             let want = to_byte.get(&c).map(|&b| vec![b, b'x', b]).ok_or(c);

@@ -266,9 +266,11 @@ impl StringIndex {
         let hash = |b: &[u8]| FxBuildHasher.hash_one(b);
         let mut table = HashTable::with_capacity(strings.len());
         for (i, s) in strings.iter().enumerate() {
-            let entry = table.entry(hash(s), |&id: &TokenId| &strings[id as usize] == s, |&id| {
-                hash(&strings[id as usize])
-            });
+            let entry = table.entry(
+                hash(s),
+                |&id: &TokenId| &strings[id as usize] == s,
+                |&id| hash(&strings[id as usize]),
+            );
             match entry {
                 Entry::Occupied(mut e) => *e.get_mut() = i as TokenId,
                 Entry::Vacant(e) => {
