@@ -129,7 +129,7 @@ pub struct ByteMap {
 }
 
 /// Bytes of a key held in its slot: 8 in `head`, 3 in `tail` next to the length byte.
-const INLINE: usize = 11;
+pub(crate) const INLINE: usize = 11;
 /// The length byte of a key longer than [`INLINE`] bytes.
 const LONG: u32 = 0xFF;
 /// Records in [`ByteMap::long`] start at multiples of this, so that a `u32` offset reaches

@@ -380,6 +380,15 @@ impl PieceCache {
         if capacity == 0 || tokens.iter().any(|&(_, id)| id & CACHED != 0) {
             return Ok(PieceCache::new(0));
         }
+        // the long keys' bytes alone over the limit: no table, and none built to find out
+        let long_keys: usize = tokens
+            .iter()
+            .map(|(t, _)| t.len())
+            .filter(|&n| n > crate::key::INLINE)
+            .sum();
+        if long_keys > SEED_MOST_LONG {
+            return Ok(PieceCache::new(0));
+        }
         let seed = ByteMap::with_room(tokens, capacity)?;
         if seed.long_bytes() > SEED_MOST_LONG {
             return Ok(PieceCache::new(0));

@@ -86,8 +86,10 @@ pub struct Encoder {
     special: Specials,
     /// what pretokens that missed the shortcut became, per thread
     cache: PieceCache,
-    /// the tokens' bytes for decoding
-    decoder: TokenBytes,
+    /// the tokens' bytes for decoding, made at the first decode (a copy of `vocab`, laid out
+    /// for copying blocks; a model whose tokens take hundreds of megabytes and that only
+    /// encodes does not hold them twice more)
+    decoder: std::sync::OnceLock<TokenBytes>,
 }
 
 impl Encoder {
@@ -192,7 +194,7 @@ impl Encoder {
             picky,
             special: Specials::new(model.special_tokens.clone()),
             cache: PieceCache::new(0), // off while `find_reachable` encodes the vocabulary
-            decoder: TokenBytes::new(model.vocab.iter().enumerate().map(|(i, t)| (i as TokenId, t))),
+            decoder: std::sync::OnceLock::new(),
         };
         enc.reachable = enc.find_reachable(&model.is_super)?;
         enc.shortcut = ByteMap::new(
@@ -583,7 +585,10 @@ impl Encoder {
 
     /// Concatenated token bytes; an unknown id is an error naming it and its position.
     pub fn decode_bytes(&self, ids: &[i64]) -> Result<Vec<u8>> {
-        self.decoder.decode(
+        let decoder = self
+            .decoder
+            .get_or_init(|| TokenBytes::new(self.vocab.iter().enumerate().map(|(i, t)| (i as TokenId, t))));
+        decoder.decode(
             ids,
             |id| self.special.text(id),
             |id, position| {
