@@ -62,7 +62,7 @@ def attempt(fmt: str, backend: str, data: bytes, folder: str, model: bytes | Non
             f.write(model)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            prov = _provenance.read(model_path, model.decode("utf-8"))
+            prov = _provenance.read(model_path, lambda: model.decode("utf-8"))
         if prov:  # what `superword stats` and `plot` read
             ", ".join(i["name"] for i in prov["inputs"][:3])
             sum(i["bytes"] or 0 for i in prov["inputs"])
