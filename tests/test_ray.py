@@ -154,7 +154,7 @@ def test_a_worker_killed_in_the_second_pass_is_retried_and_the_model_stays_exact
     path = need(GOLDEN / "multi_1230.jsonl")
     marker = tmp_path / "killed"
     local = superword.count(path)
-    impl, _, passes = _ray.train_two_pass(path, pattern=local.pattern, script_pattern=local.script_pattern,
+    impl, _, passes, _ = _ray.train_two_pass(path, pattern=local.pattern, script_pattern=local.script_pattern,
                                   scripts=local.scripts, text_field="text", vocab_size=1500, algorithm="boundless",
                                   supermerges=None, greedy_split=False, tau=1.1, blowup=False, threads=1,
                                   progress=None, address=None, kill_marker=str(marker))
