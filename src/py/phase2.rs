@@ -12,8 +12,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use super::candidates::PyPhaseOne;
-use super::tokenizer::PyTokenizer;
 use super::guard;
+use super::tokenizer::PyTokenizer;
 use crate::control::Silent;
 use crate::error::Error;
 use crate::tokenizer::Tokenizer;
@@ -27,7 +27,10 @@ fn bad(what: &str) -> PyErr {
 
 fn records<'a>(data: &'a [u8], size: usize, what: &str) -> PyResult<std::slice::ChunksExact<'a, u8>> {
     if data.len() % size != 0 {
-        return Err(bad(&format!("{what}: {} bytes, not a multiple of {size}", data.len())));
+        return Err(bad(&format!(
+            "{what}: {} bytes, not a multiple of {size}",
+            data.len()
+        )));
     }
     Ok(data.chunks_exact(size))
 }
@@ -194,7 +197,9 @@ impl PyPhase2Driver {
     fn running<T>(&self, f: impl FnOnce(&mut PartsRun) -> PyResult<T>) -> PyResult<T> {
         self.with(|d| match d {
             Driving::Run(run) => f(run),
-            _ => Err(bad("this phase-2 driver is not running (start it once, finish it once)")),
+            _ => Err(bad(
+                "this phase-2 driver is not running (start it once, finish it once)",
+            )),
         })
     }
 }
@@ -224,7 +229,10 @@ impl PyPhase2Driver {
         let mut counts: Vec<Vec<(Pair, u64)>> = Vec::with_capacity(parts.len());
         for (k, part) in parts.iter().enumerate() {
             let rows = records(part, 16, &format!("the pair counts of part {k}"))?;
-            counts.push(rows.map(|b| ((u32_at(b, 0), u32_at(b, 4)), u64_at(b, 8))).collect());
+            counts.push(
+                rows.map(|b| ((u32_at(b, 0), u32_at(b, 4)), u64_at(b, 8)))
+                    .collect(),
+            );
         }
         drop(parts);
         self.with(|d| match std::mem::replace(d, Driving::Done) {
@@ -281,7 +289,9 @@ impl PyPhase2Driver {
             }
             other => {
                 *d = other;
-                Err(bad("this phase-2 driver is not running (start it once, finish it once)"))
+                Err(bad(
+                    "this phase-2 driver is not running (start it once, finish it once)",
+                ))
             }
         })
     }

@@ -125,7 +125,10 @@ impl Phase2Steps {
     /// Replay regular merges until the next supermerge: `Some((pair, merged))` for the parts to
     /// apply (then [`Self::merged`]), `None` when the vocabulary is full.
     pub fn next(&mut self, control: &dyn Control) -> Result<Option<(Pair, TokenId)>> {
-        assert!(self.pending.is_none(), "a supermerge waits for the parts' changes");
+        assert!(
+            self.pending.is_none(),
+            "a supermerge waits for the parts' changes"
+        );
         if self.done {
             return Ok(None);
         }
@@ -328,7 +331,8 @@ mod tests {
             let expected = train_boundless(&word, word.vocab.clone(), segments(), &Silent).unwrap();
             supermerges += expected.supermerges.len();
             for parts in [1, 2, 3, 7] {
-                let got = train_boundless_parts(&word, word.vocab.clone(), segments(), parts, &Silent).unwrap();
+                let got =
+                    train_boundless_parts(&word, word.vocab.clone(), segments(), parts, &Silent).unwrap();
                 assert!(same(&got, &expected), "round {round}, {parts} parts");
             }
         }

@@ -265,6 +265,9 @@ impl PairCounts {
                 }
             }
         }
-        debug_assert!(!self.counts.contains_key(&pair), "the merged pair is left somewhere");
+        debug_assert!(
+            !self.counts.contains_key(&pair),
+            "the merged pair is left somewhere"
+        );
     }
 }

@@ -40,7 +40,9 @@ pub struct Source {
 /// go with part 0.  The table must come from the phase 1 `source` describes.
 pub fn split_segments(data: &[u8], name: &str, source: &Source, parts: usize) -> Result<Vec<Vec<u8>>> {
     if parts == 0 || parts > 1 << 16 {
-        return Err(Error::Value(format!("phase 2 in {parts} parts: between 1 and 65,536")));
+        return Err(Error::Value(format!(
+            "phase 2 in {parts} parts: between 1 and 65,536"
+        )));
     }
     let mut r = SegmentReader::open(data, name)?;
     let h = r.header();
@@ -306,7 +308,8 @@ pub fn phase_two_in_parts(
     let mut run = plan.start(&pairs)?;
     drop(pairs);
     while let Some((pair, merged)) = run.next(control)? {
-        let answers: Vec<(bool, Vec<(Pair, i64)>)> = shards.iter_mut().map(|s| s.merge(pair, merged)).collect();
+        let answers: Vec<(bool, Vec<(Pair, i64)>)> =
+            shards.iter_mut().map(|s| s.merge(pair, merged)).collect();
         run.merged(answers.iter().map(|(f, d)| (*f, &d[..])), control)?;
     }
     let mut counts = vec![alone];
