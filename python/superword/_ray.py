@@ -600,7 +600,8 @@ class _Part:
 LAST_PHASE2: dict[str, Any] = {}
 
 
-def _phase_two_in_parts(runner: _Local | _OnRay, one: Any, table: Any, parts: int) -> Any:
+def _phase_two_in_parts(runner: _Local | _OnRay, one: Any, table: Any, parts: int,
+                        progress: Callable[[str, int, int], object] | None) -> Any:
     """Phase 2 with the segments split over ``parts`` holders (see :data:`PHASE2_PARTS`): the
     driver holds the word model, the vocabulary and the count of each distinct pair, and each
     supermerge it chooses is one round trip to every part, which return their pair-count
@@ -613,6 +614,9 @@ def _phase_two_in_parts(runner: _Local | _OnRay, one: Any, table: Any, parts: in
     del split, refs
     driver.start(runner.call(holders, "pair_counts"))
     start = [(n, d) for n, d, _, _ in runner.call(holders, "sizes")]
+    if progress is not None:  # (as phase 2 on the driver reports the segments it read)
+        segments = sum(n for n, _ in start)
+        progress("candidates", segments, segments)
     LAST_PHASE2.clear()
     LAST_PHASE2.update(parts=parts, driver_pairs=driver.distinct_pairs)
     while (step := driver.next()) is not None:
@@ -750,7 +754,7 @@ def train_two_pass(inputs: Any, *, pattern: str, script_pattern: str | None, scr
             maps = len(step2)
         parts = PHASE2_PARTS if PHASE2_PARTS is not None else max(2, min(MAX_PHASE2_PARTS, maps))
         if parts > 0:
-            return _phase_two_in_parts(runner, one, table, parts), counts, 3, parts
+            return _phase_two_in_parts(runner, one, table, parts, progress), counts, 3, parts
         table = runner.get(table)
         return one.finish_segments(table, "the segments of pass 2", threads=threads, progress=progress), counts, 3, 0
     if sharded:  # the dataset's shards again
