@@ -122,6 +122,15 @@ def _measured(name: str, args: tuple, threads: int | None) -> tuple[object, floa
     return result, _ray._peak_bytes() / 2**20
 
 
+def _vm(field: str) -> int:
+    """A ``Vm...`` line of ``/proc/self/status``, in bytes."""
+    with open("/proc/self/status", encoding="ascii") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
 def _serve_part(conn, data: bytes, name: str) -> None:
     """A part of phase 2 in a process of its own (what a Ray actor is): answers the driver's
     calls ``(method, args)`` until ``None``."""
@@ -175,6 +184,18 @@ def two_pass_driver(path: Path, vocab: int, shard_mb: int, uncut: bool) -> None:
 
     _ray.MIN_RANGE_BYTES, _ray.RANGES_PER_CPU = shard_mb << 20, 1 << 20
     _ray.CUT_IN_TASKS = not uncut
+    in_parts = _ray._phase_two_in_parts
+    phase2 = {}
+
+    def measured_phase_two(*args):
+        # the driver's peak during phase 2 alone: VmHWM reset to the current RSS (clear_refs 5)
+        phase2["rss_before_mb"] = _vm("VmRSS") / 2**20
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        tok = in_parts(*args)
+        phase2["peak_mb"] = _vm("VmHWM") / 2**20
+        return tok
+    _ray._phase_two_in_parts = measured_phase_two
     original = _ray._Local
     _ray._Local = InFreshProcesses  # (train_two_pass(local=True) makes its runner from this name)
     start = time.perf_counter()
@@ -192,6 +213,7 @@ def two_pass_driver(path: Path, vocab: int, shard_mb: int, uncut: bool) -> None:
     parts = _ray.LAST_PHASE2 if tok.provenance["settings"]["phase2_parts"] else {}
     result = {"seconds": time.perf_counter() - start, "driver_rss_mb": _ray._peak_bytes() / 2**20,
               "phase2_parts": tok.provenance["settings"]["phase2_parts"],
+              "driver_phase2_mb": phase2.get("peak_mb", 0.0), "driver_before_phase2_mb": phase2.get("rss_before_mb"),
               "driver_pairs": parts.get("driver_pairs"),
               "part_rss_mb": max((peak / 2**20 for _, _, _, peak in parts.get("parts_sizes", [])), default=0.0),
               "part_segments": max((n for n, _, _, _ in parts.get("parts_sizes", [])), default=0),
@@ -219,12 +241,13 @@ def two_pass_growth(text: Path, tmp: Path, mb: float, vocab: int, shard_mb: int,
     print("(peak memory: VmHWM of each process; phase 2 in parts: each part in a process of its own, as "
           "a Ray actor, the driver holding the pair counts)\n")
     print("| text | shards | largest pass-1 task | largest pass-2 map task | largest merge task | driver | "
-          "phase-2 parts | largest part | segments of the largest part | distinct pairs on the driver | "
+          "driver in phase 2 | phase-2 parts | largest part | segments of the largest part | distinct pairs on the driver | "
           "distinct candidates or segments | per MB | strong pairs shipped | final table | all bytes shipped | "
           "seconds | same model as one pass |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     sizes, cands, merge_rss, driver_rss, map_rss, part_rss, pairs = [], [], [], [], [], [], []
     part_segments: list[int] = []
+    phase2_rss: list[float] = []
     for megabytes in (10, 25, 50, 100):
         part = text if megabytes >= mb else prefix(text, tmp / f"t{megabytes}.txt", megabytes)
         env = dict(os.environ, PYTHONPATH=str(ROOT / "python") + os.pathsep + os.environ.get("PYTHONPATH", ""))
@@ -248,8 +271,9 @@ def two_pass_growth(text: Path, tmp: Path, mb: float, vocab: int, shard_mb: int,
         part_rss.append(r["part_rss_mb"])
         part_segments.append(r["part_segments"])
         pairs.append(r["driver_pairs"] or 0)
+        phase2_rss.append(r["driver_phase2_mb"])
         print(f"| {sizes[-1]:.0f} MB | {shards} | {by(('_count_part',)):.0f} MB | {map_rss[-1]:.0f} MB | "
-              f"{merge_rss[-1]:.0f} MB | {driver_rss[-1]:.0f} MB | {r['phase2_parts']} | {part_rss[-1]:.0f} MB | "
+              f"{merge_rss[-1]:.0f} MB | {driver_rss[-1]:.0f} MB | {r['driver_phase2_mb']:.0f} MB | {r['phase2_parts']} | {part_rss[-1]:.0f} MB | "
               f"{r['part_segments']:,} | {pairs[-1]:,} | {cands[-1]:,} | {cands[-1] / sizes[-1]:,.0f} | "
               f"{r['strong_bytes'] / 1e6:.2f} MB | {r['final_table_bytes'] / 1e6:.1f} MB | "
               f"{r['shipped_bytes'] / 1e6:.0f} MB | {r['seconds']:.0f} | {same} |", flush=True)
@@ -270,7 +294,7 @@ def two_pass_growth(text: Path, tmp: Path, mb: float, vocab: int, shard_mb: int,
         need = [math.ceil(n * per / (32 * 1024 - fixed)) for n in at]
         print(f"fit largest phase-2 part: {fixed:.0f} MB + {per * 1e6:.0f} bytes per segment it holds; parts of "
               f"at most 32 GB: {need[0]:,} at 100 GB, {need[1]:,} at 1 TB")
-        per, fixed = line([float(p) for p in pairs], driver_rss)
+        per, fixed = line([float(p) for p in pairs], phase2_rss)
         at = [pa * x ** pb for x in (102_400, 1_048_576)]
         print(f"fit driver (phase 2 in parts): {fixed:.0f} MB + {per * 1e6:.0f} bytes per distinct pair; at 100 GB: "
               f"{(fixed + per * at[0]) / 1024:,.1f} GB; at 1 TB: {(fixed + per * at[1]) / 1024:,.1f} GB")
