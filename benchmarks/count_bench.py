@@ -214,7 +214,7 @@ def two_pass_driver(path: Path, vocab: int, shard_mb: int, uncut: bool) -> None:
     result = {"seconds": time.perf_counter() - start, "driver_rss_mb": _ray._peak_bytes() / 2**20,
               "phase2_parts": tok.provenance["settings"]["phase2_parts"],
               "driver_phase2_mb": phase2.get("peak_mb", 0.0), "driver_before_phase2_mb": phase2.get("rss_before_mb"),
-              "driver_pairs": parts.get("driver_pairs"),
+              "driver_pairs": parts.get("driver_pairs"), "round_trips": parts.get("round_trips"),
               "part_rss_mb": max((peak / 2**20 for _, _, _, peak in parts.get("parts_sizes", [])), default=0.0),
               "part_segments": max((n for n, _, _, _ in parts.get("parts_sizes", [])), default=0),
               "tasks": tasks, "stats": tok.training_stats, "model_sha": __import__("hashlib").sha256(
@@ -241,13 +241,12 @@ def two_pass_growth(text: Path, tmp: Path, mb: float, vocab: int, shard_mb: int,
     print("(peak memory: VmHWM of each process; phase 2 in parts: each part in a process of its own, as "
           "a Ray actor, the driver holding the pair counts)\n")
     print("| text | shards | largest pass-1 task | largest pass-2 map task | largest merge task | driver | "
-          "driver in phase 2 | phase-2 parts | largest part | segments of the largest part | distinct pairs on the driver | "
+          "driver's growth in phase 2 | phase-2 parts | largest part | segments of the largest part | distinct pairs on the driver | "
           "distinct candidates or segments | per MB | strong pairs shipped | final table | all bytes shipped | "
           "seconds | same model as one pass |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     sizes, cands, merge_rss, driver_rss, map_rss, part_rss, pairs = [], [], [], [], [], [], []
     part_segments: list[int] = []
-    phase2_rss: list[float] = []
     for megabytes in (10, 25, 50, 100):
         part = text if megabytes >= mb else prefix(text, tmp / f"t{megabytes}.txt", megabytes)
         env = dict(os.environ, PYTHONPATH=str(ROOT / "python") + os.pathsep + os.environ.get("PYTHONPATH", ""))
@@ -271,9 +270,8 @@ def two_pass_growth(text: Path, tmp: Path, mb: float, vocab: int, shard_mb: int,
         part_rss.append(r["part_rss_mb"])
         part_segments.append(r["part_segments"])
         pairs.append(r["driver_pairs"] or 0)
-        phase2_rss.append(r["driver_phase2_mb"])
         print(f"| {sizes[-1]:.0f} MB | {shards} | {by(('_count_part',)):.0f} MB | {map_rss[-1]:.0f} MB | "
-              f"{merge_rss[-1]:.0f} MB | {driver_rss[-1]:.0f} MB | {r['driver_phase2_mb']:.0f} MB | {r['phase2_parts']} | {part_rss[-1]:.0f} MB | "
+              f"{merge_rss[-1]:.0f} MB | {driver_rss[-1]:.0f} MB | {r['driver_phase2_mb'] - r['driver_before_phase2_mb']:.0f} MB | {r['phase2_parts']} | {part_rss[-1]:.0f} MB | "
               f"{r['part_segments']:,} | {pairs[-1]:,} | {cands[-1]:,} | {cands[-1] / sizes[-1]:,.0f} | "
               f"{r['strong_bytes'] / 1e6:.2f} MB | {r['final_table_bytes'] / 1e6:.1f} MB | "
               f"{r['shipped_bytes'] / 1e6:.0f} MB | {r['seconds']:.0f} | {same} |", flush=True)
@@ -294,11 +292,14 @@ def two_pass_growth(text: Path, tmp: Path, mb: float, vocab: int, shard_mb: int,
         need = [math.ceil(n * per / (32 * 1024 - fixed)) for n in at]
         print(f"fit largest phase-2 part: {fixed:.0f} MB + {per * 1e6:.0f} bytes per segment it holds; parts of "
               f"at most 32 GB: {need[0]:,} at 100 GB, {need[1]:,} at 1 TB")
-        per, fixed = line([float(p) for p in pairs], phase2_rss)
-        at = [pa * x ** pb for x in (102_400, 1_048_576)]
-        print(f"fit driver (phase 2 in parts): {fixed:.0f} MB + {per * 1e6:.0f} bytes per distinct pair; at 100 GB: "
-              f"{(fixed + per * at[0]) / 1024:,.1f} GB; at 1 TB: {(fixed + per * at[1]) / 1024:,.1f} GB")
-    for name, ys in (("largest merge task", merge_rss), ("driver", driver_rss)):
+    # the driver's peak follows phase 1 (the pass-1 counts it holds, the word model it trains), not the
+    # segments: a power law in the text, with and without the interpreter's fixed 40 MB
+    da, db = fit(sizes, driver_rss)
+    ea, eb = fit(sizes, [y - 40 for y in driver_rss])
+    print(f"fit driver peak: {da:.4g} × MB^{db:.3f} MB (at 100 GB: {da * 102_400 ** db / 1024:,.1f} GB; at 1 TB: "
+          f"{da * 1_048_576 ** db / 1024:,.1f} GB); 40 MB + {ea:.4g} × MB^{eb:.3f} MB (at 100 GB: "
+          f"{(40 + ea * 102_400 ** eb) / 1024:,.1f} GB; at 1 TB: {(40 + ea * 1_048_576 ** eb) / 1024:,.1f} GB)")
+    for name, ys in (("largest merge task", merge_rss),):
         xs = [c for c, y in zip(cands, ys) if y > 0]
         ys = [y for y in ys if y > 0]
         per, fixed = line(xs, ys)

@@ -596,7 +596,8 @@ class _Part:
 
 
 #: what the last partitioned phase 2 measured, for benchmarks: parts, the driver's distinct pairs at
-#: the start, and each part's (segments, distinct pairs at the start, pid, peak bytes at the end)
+#: the start, the round trips to the parts (one per supermerge), and each part's (segments,
+#: distinct pairs at the start, pid, peak bytes at the end)
 LAST_PHASE2: dict[str, Any] = {}
 
 
@@ -619,8 +620,11 @@ def _phase_two_in_parts(runner: _Local | _OnRay, one: Any, table: Any, parts: in
         progress("candidates", segments, segments)
     LAST_PHASE2.clear()
     LAST_PHASE2.update(parts=parts, driver_pairs=driver.distinct_pairs)
+    trips = 0
     while (step := driver.next()) is not None:
         driver.merged(runner.call(holders, "merge", *step))
+        trips += 1
+    LAST_PHASE2["round_trips"] = trips
     end = runner.call(holders, "sizes")
     LAST_PHASE2["parts_sizes"] = [(n, d, pid, peak) for (n, d), (_, _, pid, peak) in zip(start, end)]
     tok = driver.finish(runner.call(holders, "token_counts"))
