@@ -719,6 +719,8 @@ def train_two_pass(inputs: Any, *, pattern: str, script_pattern: str | None, scr
     are summed by hash partition and kept above phase 1's threshold (the strong pairs), then
     each task cuts its candidates where no strong pair stands and returns the segments phase 2
     trains on, summed as a tree.  No process then holds the uncut candidates of the corpus.
+    Phase 2 then runs in parts (:func:`_phase_two_in_parts`): the summed segments are split by
+    hash over actors, and the driver holds only the pair counts.
     """
     _core = _core_module()
     sharded = is_sharded_dataset(inputs)
