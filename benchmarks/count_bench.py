@@ -116,11 +116,30 @@ def fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
 def _measured(name: str, args: tuple, threads: int | None) -> tuple[object, float]:
     """A task of ``superword._ray`` (``name``) run in this fresh process: its result and the
     process's peak RSS in MB."""
-    import resource
 
     from superword import _ray
     result = getattr(_ray, name)(*args, **({} if threads is None else {"threads": threads}))
-    return result, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return result, _ray._peak_bytes() / 2**20
+
+
+def _vm(field: str) -> int:
+    """A ``Vm...`` line of ``/proc/self/status``, in bytes."""
+    with open("/proc/self/status", encoding="ascii") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def _serve_part(conn, data: bytes, name: str) -> None:
+    """A part of phase 2 in a process of its own (what a Ray actor is): answers the driver's
+    calls ``(method, args)`` until ``None``."""
+    from superword import _ray
+    part = _ray._Part(data, name)
+    del data
+    while (message := conn.recv()) is not None:
+        method, args = message
+        conn.send(getattr(part, method)(*args))
 
 
 def two_pass_driver(path: Path, vocab: int, shard_mb: int, uncut: bool) -> None:
@@ -128,7 +147,6 @@ def two_pass_driver(path: Path, vocab: int, shard_mb: int, uncut: bool) -> None:
     a fresh process; print one JSON line: the driver's and the tasks' peak RSS, the candidates
     (or segments, when the tasks cut: not ``uncut``)."""
     import multiprocessing
-    import resource
     import time
     from concurrent.futures import ProcessPoolExecutor
 
@@ -147,8 +165,37 @@ def two_pass_driver(path: Path, vocab: int, shard_mb: int, uncut: bool) -> None:
                 return result
             return run_one
 
+        def actor(self, cls, *args):
+            mine, theirs = spawn.Pipe()
+            process = spawn.Process(target=_serve_part, args=(theirs, *args), daemon=True)
+            process.start()
+            return process, mine
+
+        def call(self, holders, method, *args):
+            for _, conn in holders:
+                conn.send((method, args))
+            return [conn.recv() for _, conn in holders]
+
+        def release(self, holders):
+            for process, conn in holders:
+                conn.send(None)
+                process.join()
+            holders.clear()
+
     _ray.MIN_RANGE_BYTES, _ray.RANGES_PER_CPU = shard_mb << 20, 1 << 20
     _ray.CUT_IN_TASKS = not uncut
+    in_parts = _ray._phase_two_in_parts
+    phase2 = {}
+
+    def measured_phase_two(*args):
+        # the driver's peak during phase 2 alone: VmHWM reset to the current RSS (clear_refs 5)
+        phase2["rss_before_mb"] = _vm("VmRSS") / 2**20
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        tok = in_parts(*args)
+        phase2["peak_mb"] = _vm("VmHWM") / 2**20
+        return tok
+    _ray._phase_two_in_parts = measured_phase_two
     original = _ray._Local
     _ray._Local = InFreshProcesses  # (train_two_pass(local=True) makes its runner from this name)
     start = time.perf_counter()
@@ -163,7 +210,13 @@ def two_pass_driver(path: Path, vocab: int, shard_mb: int, uncut: bool) -> None:
     tok = _train._train_two_pass(str(path), options, True, None, None, None, "text", None, None, start, local=True)
     _ray._Local = original
     strong = [t["bytes"] for t in tasks if t["task"] == "_strong_part"]
-    result = {"seconds": time.perf_counter() - start, "driver_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    parts = _ray.LAST_PHASE2 if tok.provenance["settings"]["phase2_parts"] else {}
+    result = {"seconds": time.perf_counter() - start, "driver_rss_mb": _ray._peak_bytes() / 2**20,
+              "phase2_parts": tok.provenance["settings"]["phase2_parts"],
+              "driver_phase2_mb": phase2.get("peak_mb", 0.0), "driver_before_phase2_mb": phase2.get("rss_before_mb"),
+              "driver_pairs": parts.get("driver_pairs"), "round_trips": parts.get("round_trips"),
+              "part_rss_mb": max((peak / 2**20 for _, _, _, peak in parts.get("parts_sizes", [])), default=0.0),
+              "part_segments": max((n for n, _, _, _ in parts.get("parts_sizes", [])), default=0),
               "tasks": tasks, "stats": tok.training_stats, "model_sha": __import__("hashlib").sha256(
                   tok.model_text().encode()).hexdigest(), "candidates": seen.get("candidates"),
               "final_table_bytes": tasks[-1]["bytes"], "strong_bytes": sum(strong),
@@ -185,11 +238,15 @@ def two_pass_growth(text: Path, tmp: Path, mb: float, vocab: int, shard_mb: int,
     print(f"\nBoundlessBPE {vocab:,}, pass 2 returns {what}, shards of {shard_mb} MB, every task in a fresh "
           f"process (peak RSS of a fresh `import superword`: about 40 MB); load average "
           f"{os.getloadavg()[0]:.2f}\n")
+    print("(peak memory: VmHWM of each process; phase 2 in parts: each part in a process of its own, as "
+          "a Ray actor, the driver holding the pair counts)\n")
     print("| text | shards | largest pass-1 task | largest pass-2 map task | largest merge task | driver | "
+          "driver's growth in phase 2 | phase-2 parts | largest part | segments of the largest part | distinct pairs on the driver | "
           "distinct candidates or segments | per MB | strong pairs shipped | final table | all bytes shipped | "
           "seconds | same model as one pass |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    sizes, cands, merge_rss, driver_rss, map_rss = [], [], [], [], []
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    sizes, cands, merge_rss, driver_rss, map_rss, part_rss, pairs = [], [], [], [], [], [], []
+    part_segments: list[int] = []
     for megabytes in (10, 25, 50, 100):
         part = text if megabytes >= mb else prefix(text, tmp / f"t{megabytes}.txt", megabytes)
         env = dict(os.environ, PYTHONPATH=str(ROOT / "python") + os.pathsep + os.environ.get("PYTHONPATH", ""))
@@ -210,8 +267,12 @@ def two_pass_growth(text: Path, tmp: Path, mb: float, vocab: int, shard_mb: int,
         merge_rss.append(by(_MERGES))
         driver_rss.append(r["driver_rss_mb"])
         map_rss.append(by(_PASS2_MAPS))
+        part_rss.append(r["part_rss_mb"])
+        part_segments.append(r["part_segments"])
+        pairs.append(r["driver_pairs"] or 0)
         print(f"| {sizes[-1]:.0f} MB | {shards} | {by(('_count_part',)):.0f} MB | {map_rss[-1]:.0f} MB | "
-              f"{merge_rss[-1]:.0f} MB | {driver_rss[-1]:.0f} MB | {cands[-1]:,} | {cands[-1] / sizes[-1]:,.0f} | "
+              f"{merge_rss[-1]:.0f} MB | {driver_rss[-1]:.0f} MB | {r['driver_phase2_mb'] - r['driver_before_phase2_mb']:.0f} MB | {r['phase2_parts']} | {part_rss[-1]:.0f} MB | "
+              f"{r['part_segments']:,} | {pairs[-1]:,} | {cands[-1]:,} | {cands[-1] / sizes[-1]:,.0f} | "
               f"{r['strong_bytes'] / 1e6:.2f} MB | {r['final_table_bytes'] / 1e6:.1f} MB | "
               f"{r['shipped_bytes'] / 1e6:.0f} MB | {r['seconds']:.0f} | {same} |", flush=True)
     a, b = fit(sizes, cands)
@@ -220,7 +281,25 @@ def two_pass_growth(text: Path, tmp: Path, mb: float, vocab: int, shard_mb: int,
     # memory is a fixed part (the interpreter, the word model) plus a part that grows with the
     # table: a straight line in the table's size, fitted on the sizes where the task exists,
     # projected with the table's fit
-    for name, ys in (("largest merge task", merge_rss), ("driver", driver_rss)):
+    if all(pairs):
+        pa, pb = fit(sizes, pairs)
+        print(f"fit distinct pairs on the driver: {pa:.4g} × MB^{pb:.3f}; at 100 GB: {pa * 102_400 ** pb:.4g}; "
+              f"at 1 TB: {pa * 1_048_576 ** pb:.4g}")
+    if all(pairs) and all(part_rss):
+        # phase 2 in parts: a part's memory against its own segments, the driver's against its pairs
+        per, fixed = line([float(n) for n in part_segments], part_rss)
+        at = [a * x ** b for x in (102_400, 1_048_576)]
+        need = [math.ceil(n * per / (32 * 1024 - fixed)) for n in at]
+        print(f"fit largest phase-2 part: {fixed:.0f} MB + {per * 1e6:.0f} bytes per segment it holds; parts of "
+              f"at most 32 GB: {need[0]:,} at 100 GB, {need[1]:,} at 1 TB")
+    # the driver's peak follows phase 1 (the pass-1 counts it holds, the word model it trains), not the
+    # segments: a power law in the text, with and without the interpreter's fixed 40 MB
+    da, db = fit(sizes, driver_rss)
+    ea, eb = fit(sizes, [y - 40 for y in driver_rss])
+    print(f"fit driver peak: {da:.4g} × MB^{db:.3f} MB (at 100 GB: {da * 102_400 ** db / 1024:,.1f} GB; at 1 TB: "
+          f"{da * 1_048_576 ** db / 1024:,.1f} GB); 40 MB + {ea:.4g} × MB^{eb:.3f} MB (at 100 GB: "
+          f"{(40 + ea * 102_400 ** eb) / 1024:,.1f} GB; at 1 TB: {(40 + ea * 1_048_576 ** eb) / 1024:,.1f} GB)")
+    for name, ys in (("largest merge task", merge_rss),):
         xs = [c for c, y in zip(cands, ys) if y > 0]
         ys = [y for y in ys if y > 0]
         per, fixed = line(xs, ys)

@@ -3,6 +3,7 @@ the same model as counting here, even when a worker dies mid-count."""
 from __future__ import annotations
 
 import gzip
+import os
 import sys
 import time
 
@@ -154,7 +155,7 @@ def test_a_worker_killed_in_the_second_pass_is_retried_and_the_model_stays_exact
     path = need(GOLDEN / "multi_1230.jsonl")
     marker = tmp_path / "killed"
     local = superword.count(path)
-    impl, _, passes = _ray.train_two_pass(path, pattern=local.pattern, script_pattern=local.script_pattern,
+    impl, _, passes, _ = _ray.train_two_pass(path, pattern=local.pattern, script_pattern=local.script_pattern,
                                   scripts=local.scripts, text_field="text", vocab_size=1500, algorithm="boundless",
                                   supermerges=None, greedy_split=False, tau=1.1, blowup=False, threads=1,
                                   progress=None, address=None, kill_marker=str(marker))
@@ -169,3 +170,18 @@ def test_min_count_on_ray_prunes_bpe_counts_but_is_refused_for_the_two_pass_path
     tok = superword.train(corpus, 700, "bpe", executor="ray", min_count=2)
     assert tok.model_text() == superword.train(corpus, 700, "bpe", min_count=2).model_text()
     assert tok.provenance["settings"]["min_count"] == 2
+
+
+def test_phase_two_in_parts_on_ray_actors_gives_the_golden_model(ray_cluster, monkeypatch):
+    """BoundlessBPE's segments split over Ray actors (PickyBPE included): the golden models."""
+    monkeypatch.setattr(_ray, "MIN_RANGE_BYTES", 20_000)
+    cases = [("multi_1230.jsonl", "multi_1230_v1500", 1500, 1.1, 3),
+             ("taylorswift_400.jsonl", "taylorswift_400_v600_tau0.9_blowup", 600, 0.9, 2)]
+    for corpus, folder, vocab, tau, parts in cases:
+        monkeypatch.setattr(_ray, "PHASE2_PARTS", parts)
+        tok = superword.train(need(GOLDEN / corpus), vocab, "boundless", tau=tau, blowup=tau < 1, executor="ray")
+        assert tok.model_text().encode() == need(GOLDEN / folder / "boundless.model").read_bytes()
+        assert tok.provenance["settings"]["phase2_parts"] == parts
+        # each part in an actor of its own, none in the driver
+        pids = {pid for _, _, pid, _ in _ray.LAST_PHASE2["parts_sizes"]}
+        assert len(pids) == parts and os.getpid() not in pids

@@ -269,3 +269,70 @@ def test_segments_of_changed_inputs_or_for_the_wrong_phase_one_are_refused(tmp_p
                                  threads=1, progress=None)
     with pytest.raises(ValueError, match="segments cut in the tasks are for BoundlessBPE without the greedy"):
         greedy.finish_segments(table.to_bytes(), "s", threads=1, progress=None)
+
+
+NO_SPLIT = [pytest.param(*f, id=f[0]) for f in FOLDERS if not f[-1]]
+
+
+@pytest.mark.parametrize(FOLDER_ARGS, NO_SPLIT)
+@pytest.mark.parametrize("parts", [1, 2, 3, 7])
+def test_phase_two_in_parts_gives_the_golden_model(many_shards, monkeypatch, folder, corpus, vocab, aware, m, tau,
+                                                   blowup, greedy, parts):
+    """The segments split by hash over ``parts`` holders, the driver holding only the pair
+    counts: the golden BoundlessBPE model, byte for byte (PickyBPE included)."""
+    monkeypatch.setattr(_ray, "PHASE2_PARTS", parts)
+    tok = two_pass(need(GOLDEN / corpus), vocab, "boundless", tau=tau, blowup=blowup, script_aware=aware)
+    assert tok.model_text().encode("utf-8") == need(GOLDEN / folder / "boundless.model").read_bytes()
+    assert tok.provenance["settings"]["phase2_parts"] == parts
+    recorded = _ray.LAST_PHASE2
+    assert recorded["parts"] == parts and len(recorded["parts_sizes"]) == parts
+
+
+def test_phase_two_on_the_driver_is_still_there_and_recorded(monkeypatch):
+    path = need(GOLDEN / "multi_1230.jsonl")
+    monkeypatch.setattr(_ray, "PHASE2_PARTS", 0)
+    tok = two_pass(path, 1500, "boundless")
+    assert tok.model_text().encode("utf-8") == need(GOLDEN / "multi_1230_v1500" / "boundless.model").read_bytes()
+    assert tok.provenance["settings"]["phase2_parts"] == 0
+    # by default, as many parts as the map tasks of pass 2, at least 2
+    monkeypatch.setattr(_ray, "PHASE2_PARTS", None)
+    assert two_pass(path, 1500, "boundless").provenance["settings"]["phase2_parts"] >= 2
+    # the other paths have none
+    assert two_pass(path, 1500 + 107, "superbpe", supermerges=107).provenance["settings"]["phase2_parts"] == 0
+
+
+def test_phase_two_parts_refuse_bad_bytes_and_misuse():
+    path = need(GOLDEN / "taylorswift_400.jsonl")
+    one = phase_one(path, 600)
+    driver = _core.Phase2Driver(one)
+    with pytest.raises(ValueError, match="already finished"):
+        _core.Phase2Driver(one)
+    whole = segment_tables(path, phase_one(path, 600), 1)[1][0]
+    table = bytes(whole.to_bytes())
+    source = driver.source
+    with pytest.raises(ValueError, match="not a segment table"):
+        _core.split_segments(b"nonsense", "t", source, 2)
+    with pytest.raises(ValueError, match="between 1 and"):
+        _core.split_segments(table, "t", source, 0)
+    with pytest.raises(ValueError, match="source of a phase 1"):
+        _core.split_segments(table, "t", b"x", 2)
+    other = _core.Phase2Driver(phase_one(path, 500)).source
+    with pytest.raises(ValueError, match="another word model"):
+        _core.split_segments(table, "t", other, 2)
+    parts = _core.split_segments(table, "t", source, 3)
+    with pytest.raises(ValueError, match="not a phase-2 part"):
+        _core.Phase2Part(table, "p")
+    with pytest.raises(ValueError, match="not a valid phase-2 part"):
+        _core.Phase2Part(parts[0][:-1], "p")
+    held = [_core.Phase2Part(p, f"p{k}") for k, p in enumerate(parts)]
+    # every segment is in one part
+    assert sum(h.num_segments for h in held) == whole.num_segments
+    with pytest.raises(ValueError, match="not running"):
+        driver.next()
+    with pytest.raises(ValueError, match="multiple of 16"):
+        driver.start([b"123"])
+    driver.start([h.pair_counts() for h in held])
+    with pytest.raises(ValueError, match="started already"):
+        driver.start([])
+    with pytest.raises(ValueError, match="multiple of 16"):
+        driver.merged([(False, b"1")])

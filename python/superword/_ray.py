@@ -69,6 +69,12 @@ PAIR_PARTITIONS = 16
 #: whether BoundlessBPE without the greedy split cuts its candidates in the tasks (three
 #: passes over the text; else two, and the driver gathers the uncut candidates)
 CUT_IN_TASKS = True
+#: phase 2 of that path in parts (a segment table split by hash over this many holders, Ray
+#: actors on a cluster, objects in this process without Ray): ``None`` for as many as the map
+#: tasks of pass 2, between 2 and :data:`MAX_PHASE2_PARTS`; ``0`` for the driver holding every
+#: segment itself
+PHASE2_PARTS: int | None = None
+MAX_PHASE2_PARTS = 16
 
 
 def import_ray() -> Any:
@@ -452,6 +458,15 @@ class _Local:
     def get(self, result: Any) -> bytes:
         return result
 
+    def actor(self, cls: type, *args: Any) -> Any:
+        return cls(*args)
+
+    def call(self, holders: list[Any], method: str, *args: Any) -> list[Any]:
+        return [getattr(h, method)(*args) for h in holders]
+
+    def release(self, holders: list[Any]) -> None:
+        holders.clear()
+
 
 class _OnRay:
     """Runs the tasks of :func:`_map_reduce` on a Ray cluster, a CPU each, retried when their
@@ -476,6 +491,24 @@ class _OnRay:
 
     def get(self, ref: Any) -> bytes:
         return self.ray.get(ref)
+
+    def actor(self, cls: type, *args: Any) -> Any:
+        # (no CPU held: an actor waits between merges, and the parts are spread over the nodes,
+        # for their memory)
+        return self.ray.remote(num_cpus=0, scheduling_strategy="SPREAD")(cls).remote(*args)
+
+    def call(self, holders: list[Any], method: str, *args: Any) -> list[Any]:
+        refs = [getattr(h, method).remote(*args) for h in holders]
+        while True:
+            _, pending = self.ray.wait(refs, num_returns=len(refs), timeout=HEARTBEAT_SECONDS)
+            if not pending:
+                return list(self.ray.get(refs))
+            wait_one(self.ray, pending, self.endpoint)
+
+    def release(self, holders: list[Any]) -> None:
+        for h in holders:
+            self.ray.kill(h)
+        holders.clear()
 
 
 def _tree(merge_task: Callable[..., Any], merge_args: tuple[Any, ...], refs: list[Any],
@@ -507,12 +540,96 @@ def _map_reduce(runner: _Local | _OnRay, part: Callable[..., bytes], args: list[
     """``part(*a)`` for each ``a`` of ``args``, then ``merge(*merge_args, *results)`` as a tree,
     :data:`FAN_IN` results at a time, so that no task holds more than ``FAN_IN`` tables and
     the driver only the final one.  ``progress(stage, done, planned)`` counts finished tasks."""
+    return runner.get(_map_reduce_ref(runner, part, args, merge, merge_args, stage, progress))
+
+
+def _map_reduce_ref(runner: _Local | _OnRay, part: Callable[..., bytes], args: list[tuple[Any, ...]],
+                    merge: Callable[..., bytes], merge_args: tuple[Any, ...], stage: str,
+                    progress: Callable[[str, int, int], object] | None) -> Any:
+    """:func:`_map_reduce`, the final table left where it is (on the cluster, with Ray)."""
     map_task, merge_task = runner.task(part, threads=True), runner.task(merge, threads=False)
     refs = [map_task(*a) for a in args]
     tasks = list(refs)
     root = _tree(merge_task, merge_args, refs, tasks)
     _wait(runner, tasks, stage, progress)
-    return runner.get(root)
+    return root
+
+
+def _split_segments(source: bytes, parts: int, table: bytes) -> list[bytes]:
+    """The task that splits the corpus' segment table into phase 2's parts."""
+    return _core_module().split_segments(table, "the segments of pass 2", source, parts)
+
+
+def _peak_bytes() -> int:
+    """This process' peak resident memory (``VmHWM`` in ``/proc/self/status``; 0 where there is
+    none)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+class _Part:
+    """A part of phase 2: some of the corpus' segments with the positions of their pairs (the
+    body of a Ray actor, or an object in this process)."""
+
+    def __init__(self, data: bytes, name: str):
+        self.part = _core_module().Phase2Part(data, name)
+
+    def pair_counts(self) -> bytes:
+        return bytes(self.part.pair_counts())
+
+    def merge(self, left: int, right: int, merged: int) -> tuple[bool, bytes]:
+        flag, delta = self.part.merge(left, right, merged)
+        return flag, bytes(delta)
+
+    def token_counts(self) -> bytes:
+        return bytes(self.part.token_counts())
+
+    def sizes(self) -> tuple[int, int, int, int]:
+        """Segments, distinct pairs now, this process' id and its peak memory (benchmarks)."""
+        return self.part.num_segments, self.part.distinct_pairs, os.getpid(), _peak_bytes()
+
+
+#: what the last partitioned phase 2 measured, for benchmarks: parts, the driver's distinct pairs at
+#: the start, the round trips to the parts (one per supermerge), and each part's (segments,
+#: distinct pairs at the start, pid, peak bytes at the end)
+LAST_PHASE2: dict[str, Any] = {}
+
+
+def _phase_two_in_parts(runner: _Local | _OnRay, one: Any, table: Any, parts: int,
+                        progress: Callable[[str, int, int], object] | None) -> Any:
+    """Phase 2 with the segments split over ``parts`` holders (see :data:`PHASE2_PARTS`): the
+    driver holds the word model, the vocabulary and the count of each distinct pair, and each
+    supermerge it chooses is one round trip to every part, which return their pair-count
+    changes.  The model is the one of phase 2 on the driver, byte for byte."""
+    _core = _core_module()
+    driver = _core.Phase2Driver(one)
+    split = runner.task(_split_segments, threads=False, returns=parts)(driver.source, parts, table)
+    refs = split if parts > 1 or not isinstance(runner, _OnRay) else [split]
+    holders = [runner.actor(_Part, ref, f"phase-2 part {k}") for k, ref in enumerate(refs)]
+    del split, refs
+    driver.start(runner.call(holders, "pair_counts"))
+    start = [(n, d) for n, d, _, _ in runner.call(holders, "sizes")]
+    if progress is not None:  # (as phase 2 on the driver reports the segments it read)
+        segments = sum(n for n, _ in start)
+        progress("candidates", segments, segments)
+    LAST_PHASE2.clear()
+    LAST_PHASE2.update(parts=parts, driver_pairs=driver.distinct_pairs)
+    trips = 0
+    while (step := driver.next()) is not None:
+        driver.merged(runner.call(holders, "merge", *step))
+        trips += 1
+    LAST_PHASE2["round_trips"] = trips
+    end = runner.call(holders, "sizes")
+    LAST_PHASE2["parts_sizes"] = [(n, d, pid, peak) for (n, d), (_, _, pid, peak) in zip(start, end)]
+    tok = driver.finish(runner.call(holders, "token_counts"))
+    runner.release(holders)
+    return tok
 
 
 def _strong_pairs(runner: _Local | _OnRay, one: Any, part: Callable[..., list[bytes]],
@@ -583,11 +700,12 @@ def train_two_pass(inputs: Any, *, pattern: str, script_pattern: str | None, scr
                    text_field: str, vocab_size: int, algorithm: str, supermerges: int | None,
                    greedy_split: bool, tau: float, blowup: bool, threads: int,
                    progress: Callable[[str, int, int], object] | None, address: str | None,
-                   local: bool = False, kill_marker: str | None = None) -> tuple[Any, _count_table.Counts, int]:
+                   local: bool = False, kill_marker: str | None = None) -> tuple[Any, _count_table.Counts, int, int]:
     """BoundlessBPE or SuperBPE in two passes over the files (checked arguments), on Ray, or
     with ``local=True`` shard by shard in this process: the model of training on the text
-    here, byte for byte.  Returns the Rust core's tokenizer, the counts of pass 1 and how many
-    times the text was read (2 or 3).
+    here, byte for byte.  Returns the Rust core's tokenizer, the counts of pass 1, how many
+    times the text was read (2 or 3) and how many parts phase 2's segments were split into
+    (0: phase 2 on the driver, see :data:`PHASE2_PARTS`).
 
     1. Pass 1 counts the pretokens only (no letter runs) and phase 1 trains the word model on
        the driver.
@@ -601,6 +719,8 @@ def train_two_pass(inputs: Any, *, pattern: str, script_pattern: str | None, scr
     are summed by hash partition and kept above phase 1's threshold (the strong pairs), then
     each task cuts its candidates where no strong pair stands and returns the segments phase 2
     trains on, summed as a tree.  No process then holds the uncut candidates of the corpus.
+    Phase 2 then runs in parts (:func:`_phase_two_in_parts`): the summed segments are split by
+    hash over actors, and the driver holds only the pair counts.
     """
     _core = _core_module()
     sharded = is_sharded_dataset(inputs)
@@ -624,8 +744,9 @@ def train_two_pass(inputs: Any, *, pattern: str, script_pattern: str | None, scr
             shards = [(dataset, i, one.word_model, text_field) for i in range(inputs.num_shards)]
             strong = runner.put(_strong_pairs(runner, one, _pairs_shard, shards, "ray_candidate_tasks", progress))
             shards = [(dataset, i, one.word_model, text_field, strong) for i in range(inputs.num_shards)]
-            table = _map_reduce(runner, _segments_shard, shards, _merge_segment_parts, (),
-                                "ray_candidate_tasks", progress)
+            table = _map_reduce_ref(runner, _segments_shard, shards, _merge_segment_parts, (),
+                                    "ray_candidate_tasks", progress)
+            maps = len(shards)
         else:
             ranges = plan(paths, RANGES_PER_CPU * runner.cpus())
             step1: list[tuple[Any, ...]] = [(path, start, end, one.word_model, text_field)
@@ -634,9 +755,14 @@ def train_two_pass(inputs: Any, *, pattern: str, script_pattern: str | None, scr
             step2: list[tuple[Any, ...]] = [
                 (path, start, end, one.word_model, text_field, strong, kill_marker if i == 0 else None)
                 for i, (path, start, end) in enumerate(ranges)]
-            table = _map_reduce(runner, _segments_part, step2, _merge_segment_parts, (), "ray_candidate_tasks",
-                                progress)
-        return one.finish_segments(table, "the segments of pass 2", threads=threads, progress=progress), counts, 3
+            table = _map_reduce_ref(runner, _segments_part, step2, _merge_segment_parts, (), "ray_candidate_tasks",
+                                    progress)
+            maps = len(step2)
+        parts = PHASE2_PARTS if PHASE2_PARTS is not None else max(2, min(MAX_PHASE2_PARTS, maps))
+        if parts > 0:
+            return _phase_two_in_parts(runner, one, table, parts, progress), counts, 3, parts
+        table = runner.get(table)
+        return one.finish_segments(table, "the segments of pass 2", threads=threads, progress=progress), counts, 3, 0
     if sharded:  # the dataset's shards again
         shards = [(dataset, i, one.word_model, text_field) for i in range(inputs.num_shards)]
         table = _map_reduce(runner, _candidates_shard, shards, _merge_candidate_parts, (),
@@ -646,4 +772,4 @@ def train_two_pass(inputs: Any, *, pattern: str, script_pattern: str | None, scr
                 for i, (path, start, end) in enumerate(plan(paths, RANGES_PER_CPU * runner.cpus()))]
         table = _map_reduce(runner, _candidates_part, args, _merge_candidate_parts, (), "ray_candidate_tasks",
                             progress)
-    return one.finish(table, "the candidates of pass 2", threads=threads, progress=progress), counts, 2
+    return one.finish(table, "the candidates of pass 2", threads=threads, progress=progress), counts, 2, 0

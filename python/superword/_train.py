@@ -294,7 +294,7 @@ def _train_two_pass(inputs: Any, options: dict[str, Any], script_aware: bool, sc
     if inputs is None:
         raise TypeError("train needs inputs (or counts=)")
     main, script, names = pretokenization(script_aware, scripts, pattern, script_pattern)
-    impl, counts, passes = _ray.train_two_pass(
+    impl, counts, passes, parts = _ray.train_two_pass(
         inputs, pattern=main, script_pattern=script, scripts=names, text_field=text_field,
         vocab_size=options["vocab_size"], algorithm=options["algorithm"], supermerges=options["supermerges"],
         greedy_split=options["greedy_split"], tau=options["tau"], blowup=options["blowup"],
@@ -305,7 +305,8 @@ def _train_two_pass(inputs: Any, options: dict[str, Any], script_aware: bool, sc
                     script_aware=counts.script_aware, scripts=counts.scripts,
                     greedy_split=options["greedy_split"], tau=options["tau"], blowup=options["blowup"],
                     text_field=text_field, pattern=counts.pattern, script_pattern=counts.script_pattern,
-                    backend="rust", min_count=None, executor="local" if local else "ray", passes=passes)
+                    backend="rust", min_count=None, executor="local" if local else "ray", passes=passes,
+                    phase2_parts=parts)
     inputs_record = [{"name": "<counted>", "documents": counts.documents, "bytes": None}]
     tok.provenance = _provenance.make(options["algorithm"], settings, inputs_record, tok.training_stats,
                                       time.perf_counter() - start)

@@ -516,7 +516,7 @@ impl PyPhaseOne {
 
 impl PyPhaseOne {
     /// The phase 1, taken to be finished (once).
-    fn take(&self) -> PyResult<PhaseOne> {
+    pub(super) fn take(&self) -> PyResult<PhaseOne> {
         Ok(self
             .state
             .lock()

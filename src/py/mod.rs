@@ -5,6 +5,7 @@
 mod candidates;
 mod counts;
 mod extend;
+mod phase2;
 mod tokenizer;
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -420,6 +421,8 @@ mod _core {
     use super::counts::{count_files, count_iter, merge_counts, train_counts, PyCounts};
     #[pymodule_export]
     use super::extend::PyExtension;
+    #[pymodule_export]
+    use super::phase2::{split_segments, PyPhase2Driver, PyPhase2Part};
     #[pymodule_export]
     use super::{_after_fork_in_child, _after_fork_in_parent, _before_fork};
     #[pymodule_export]

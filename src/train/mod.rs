@@ -23,6 +23,7 @@
 //! `docs/performance.md`.
 
 pub mod boundless;
+pub mod boundless_parts;
 pub mod bpe;
 pub mod candidates;
 pub mod long;

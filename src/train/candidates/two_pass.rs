@@ -20,7 +20,9 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
+mod parts;
 mod strong;
+pub use parts::{read_part, split_segments, PartsPlan, PartsRun, Source};
 pub use strong::{phase_two_segments, shard_pairs, shard_segments, PairTable, SegmentTable};
 
 use super::{cut, supermerge_candidates, Candidates, CutCandidates, Cutting, Threshold};

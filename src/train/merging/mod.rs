@@ -19,6 +19,7 @@ use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 mod heap;
+pub mod partitioned;
 mod rewrite;
 mod setup;
 mod tables;

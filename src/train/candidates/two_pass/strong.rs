@@ -158,7 +158,7 @@ fn sum_read(headers: &[Header]) -> Result<(u64, u64)> {
 }
 
 impl PairTable {
-    fn header(&self) -> Header {
+    pub(super) fn header(&self) -> Header {
         Header {
             fingerprint: self.fingerprint,
             n_tokens: self.n_tokens,
@@ -392,13 +392,13 @@ fn put_alone(out: &mut Vec<u8>, alone: &[u64]) -> usize {
 }
 
 /// Reads a segment table's bytes one segment at a time, checking them (errors name the table).
-struct SegmentReader<'a> {
+pub(super) struct SegmentReader<'a> {
     r: Reader<'a>,
     fingerprint: u64,
     n_tokens: u64,
     documents: u64,
     pretokens: u64,
-    threshold: u64,
+    pub(super) threshold: u64,
     /// segments not yet read, then the tokens alone
     left: u64,
     n_alone: u64,
@@ -407,7 +407,7 @@ struct SegmentReader<'a> {
 }
 
 impl<'a> SegmentReader<'a> {
-    fn open(data: &'a [u8], name: &'a str) -> Result<SegmentReader<'a>> {
+    pub(super) fn open(data: &'a [u8], name: &'a str) -> Result<SegmentReader<'a>> {
         let mut r = Reader::open(data, SEGMENTS_MAGIC, name, "segment table")?;
         let (fingerprint, n_tokens, documents, pretokens, threshold, left, n_alone) = (
             r.u64()?,
@@ -436,7 +436,7 @@ impl<'a> SegmentReader<'a> {
         })
     }
 
-    fn header(&self) -> Header {
+    pub(super) fn header(&self) -> Header {
         Header {
             fingerprint: self.fingerprint,
             n_tokens: self.n_tokens,
@@ -447,7 +447,7 @@ impl<'a> SegmentReader<'a> {
 
     /// The next segment's tokens into `tokens`, and its wholeness and count; `None` after the
     /// last.
-    fn next(&mut self, tokens: &mut Vec<TokenId>) -> Result<Option<(bool, u64)>> {
+    pub(super) fn next(&mut self, tokens: &mut Vec<TokenId>) -> Result<Option<(bool, u64)>> {
         if self.left == 0 {
             return Ok(None);
         }
@@ -488,7 +488,7 @@ impl<'a> SegmentReader<'a> {
     }
 
     /// The counts of the tokens alone, once every segment is read; the data must end there.
-    fn alone(mut self) -> Result<Vec<u64>> {
+    pub(super) fn alone(mut self) -> Result<Vec<u64>> {
         let mut tokens = Vec::new();
         while self.next(&mut tokens)?.is_some() {}
         let r = &mut self.r;
