@@ -179,7 +179,7 @@ fn train_floored(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::control::Silent;
     use crate::train::candidates::CutCandidates;
@@ -197,64 +197,81 @@ mod tests {
             && a.counts == b.counts
     }
 
+    /// A random word model for phase 2's tests: 12 one-letter "words" (their ids are the
+    /// second value) and up to 12 merges of two of them, counted downwards; with `picky`,
+    /// PickyBPE deletions of tokens made so far, and counts that need not fall.
+    pub(crate) fn random_word_model(rng: &mut crate::XorShift, picky: bool) -> (WordModel, Vec<u32>) {
+        let mut vocab = Vocab::base();
+        let letters: Vec<u32> = (b'a'..=b'l').map(|b| vocab.id(&[b]).unwrap()).collect();
+        let (mut merges, mut made) = (Vec::new(), Vec::new());
+        let mut order: Vec<u32> = (0..vocab.len() as u32).collect();
+        let mut deletions: Vec<(usize, u32)> = Vec::new();
+        let mut count = 40 + rng.below(40);
+        for _ in 0..rng.below(12) + 1 {
+            let (l, r) = (letters[rng.below(12) as usize], letters[rng.below(12) as usize]);
+            let bytes = [vocab.bytes(l), vocab.bytes(r)].concat();
+            let (id, _) = vocab.add(&bytes);
+            made.push(id);
+            merges.push(TrainMerge {
+                pair: (l, r),
+                count,
+                flag: false,
+            });
+            if !order.contains(&id) {
+                order.push(id);
+            }
+            if picky && rng.below(3) == 0 {
+                // delete a token made so far
+                let made: Vec<u32> = order[BASE_VOCAB..].to_vec();
+                let t = made[rng.below(made.len() as u64) as usize];
+                deletions.push((merges.len() + deletions.len(), t));
+                order.retain(|&x| x != t);
+            }
+            if picky {
+                count = 20 + rng.below(60);
+            } else {
+                count -= rng.below(count / 3 + 1).min(count - 1);
+            }
+        }
+        let word = WordModel {
+            merges,
+            made,
+            order,
+            vocab,
+            deletions,
+            counts: Vec::new(),
+            single: None,
+        };
+        (word, letters)
+    }
+
+    /// Up to `most` random candidates of 2 to `longest + 1` of the first `kinds` letters,
+    /// each counted 1 to `weight` times.
+    pub(crate) fn random_candidates(
+        rng: &mut crate::XorShift,
+        letters: &[u32],
+        most: u64,
+        longest: u64,
+        kinds: u64,
+        weight: u64,
+    ) -> Candidates {
+        let mut candidates: FxHashMap<Box<[u32]>, u64> = FxHashMap::default();
+        for _ in 0..rng.below(most) + 1 {
+            let len = 2 + rng.below(longest) as usize;
+            let seq: Box<[u32]> = (0..len).map(|_| letters[rng.below(kinds) as usize]).collect();
+            *candidates.entry(seq).or_insert(0) += 1 + rng.below(weight);
+        }
+        candidates.into_iter().collect()
+    }
+
     #[test]
     fn cutting_never_changes_the_result() {
         let mut rng = crate::XorShift(0x9E37_79B9_7F4A_7C15);
         for round in 0..600 {
-            // pretoken-level tokens: 12 one-letter "words" plus their pairs as regular tokens;
             // odd rounds add PickyBPE deletions, whose merge counts need not fall
-            let picky = round % 2 == 1;
-            let mut vocab = Vocab::base();
-            let letters: Vec<u32> = (b'a'..=b'l').map(|b| vocab.id(&[b]).unwrap()).collect();
-            let (mut merges, mut made) = (Vec::new(), Vec::new());
-            let mut order: Vec<u32> = (0..vocab.len() as u32).collect();
-            let mut deletions: Vec<(usize, u32)> = Vec::new();
-            let mut count = 40 + rng.below(40);
-            for _ in 0..rng.below(12) + 1 {
-                let (l, r) = (letters[rng.below(12) as usize], letters[rng.below(12) as usize]);
-                let bytes = [vocab.bytes(l), vocab.bytes(r)].concat();
-                let (id, _) = vocab.add(&bytes);
-                made.push(id);
-                merges.push(TrainMerge {
-                    pair: (l, r),
-                    count,
-                    flag: false,
-                });
-                if !order.contains(&id) {
-                    order.push(id);
-                }
-                if picky && rng.below(3) == 0 {
-                    // delete a token made so far
-                    let made: Vec<u32> = order[BASE_VOCAB..].to_vec();
-                    let t = made[rng.below(made.len() as u64) as usize];
-                    deletions.push((merges.len() + deletions.len(), t));
-                    order.retain(|&x| x != t);
-                }
-                if picky {
-                    count = 20 + rng.below(60);
-                } else {
-                    count -= rng.below(count / 3 + 1).min(count - 1);
-                }
-            }
-            let mut candidates: FxHashMap<Box<[u32]>, u64> = FxHashMap::default();
-            for _ in 0..rng.below(40) + 1 {
-                let len = 2 + rng.below(7) as usize;
-                let seq: Box<[u32]> = (0..len)
-                    .map(|_| letters[rng.below(5 + round % 7) as usize])
-                    .collect();
-                *candidates.entry(seq).or_insert(0) += 1 + rng.below(9);
-            }
-            let candidates: Candidates = candidates.into_iter().collect();
-            let n = vocab.len();
-            let word = WordModel {
-                merges,
-                made,
-                order,
-                vocab,
-                deletions,
-                counts: Vec::new(),
-                single: None,
-            };
+            let (word, letters) = random_word_model(&mut rng, round % 2 == 1);
+            let candidates = random_candidates(&mut rng, &letters, 40, 7, 5 + round % 7, 9);
+            let n = word.vocab.len();
             let threshold = word.min_merge_count().unwrap();
             // (tests' filters have few counters, so that `Filtered` leaves many weak pairs uncut)
             let cutting = [Cutting::Exact, Cutting::Filtered][(round % 4 / 2) as usize];

@@ -257,8 +257,9 @@ pub fn train_boundless_parts(
 mod tests {
     use super::*;
     use crate::control::Silent;
+    use crate::train::boundless::tests::{random_candidates, random_word_model};
     use crate::train::boundless::train_boundless;
-    use crate::train::candidates::{cut, Candidates, Cutting, Threshold};
+    use crate::train::candidates::{cut, Cutting, Threshold};
 
     fn same(a: &Boundless, b: &Boundless) -> bool {
         a.used == b.used
@@ -275,57 +276,9 @@ mod tests {
         let mut rng = crate::XorShift(0x0DDB_A11C_0FFE_E123);
         let mut supermerges = 0;
         for round in 0..400 {
-            let picky = round % 2 == 1;
-            let mut vocab = Vocab::base();
-            let letters: Vec<u32> = (b'a'..=b'l').map(|b| vocab.id(&[b]).unwrap()).collect();
-            let (mut merges, mut made) = (Vec::new(), Vec::new());
-            let mut order: Vec<u32> = (0..vocab.len() as u32).collect();
-            let mut deletions: Vec<(usize, u32)> = Vec::new();
-            let mut count = 40 + rng.below(40);
-            for _ in 0..rng.below(12) + 1 {
-                let (l, r) = (letters[rng.below(12) as usize], letters[rng.below(12) as usize]);
-                let bytes = [vocab.bytes(l), vocab.bytes(r)].concat();
-                let (id, _) = vocab.add(&bytes);
-                made.push(id);
-                merges.push(TrainMerge {
-                    pair: (l, r),
-                    count,
-                    flag: false,
-                });
-                if !order.contains(&id) {
-                    order.push(id);
-                }
-                if picky && rng.below(3) == 0 {
-                    let made: Vec<u32> = order[BASE_VOCAB..].to_vec();
-                    let t = made[rng.below(made.len() as u64) as usize];
-                    deletions.push((merges.len() + deletions.len(), t));
-                    order.retain(|&x| x != t);
-                }
-                if picky {
-                    count = 20 + rng.below(60);
-                } else {
-                    count -= rng.below(count / 3 + 1).min(count - 1);
-                }
-            }
-            let mut candidates: FxHashMap<Box<[u32]>, u64> = FxHashMap::default();
-            for _ in 0..rng.below(60) + 1 {
-                let len = 2 + rng.below(9) as usize;
-                let seq: Box<[u32]> = (0..len)
-                    .map(|_| letters[rng.below(3 + round % 7) as usize])
-                    .collect();
-                *candidates.entry(seq).or_insert(0) += 1 + rng.below(30);
-            }
-            let candidates: Candidates = candidates.into_iter().collect();
-            let n = vocab.len();
-            let word = WordModel {
-                merges,
-                made,
-                order,
-                vocab,
-                deletions,
-                counts: Vec::new(),
-                single: None,
-            };
+            let (word, letters) = random_word_model(&mut rng, round % 2 == 1);
+            let candidates = random_candidates(&mut rng, &letters, 60, 9, 3 + round % 7, 30);
+            let n = word.vocab.len();
             let threshold = word.min_merge_count().unwrap();
             let segments = || cut(&candidates, Threshold::At(threshold), n, Cutting::Exact).unwrap();
             let expected = train_boundless(&word, word.vocab.clone(), segments(), &Silent).unwrap();
