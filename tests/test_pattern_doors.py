@@ -17,7 +17,7 @@ import re
 import pytest
 import superword
 from helpers import set_hf_pattern
-from superword.reference.pretokenize import MAX_PATTERN_SIZE
+from superword.reference.pretokenize import MAX_PATTERN_CLASSES, MAX_PATTERN_SIZE
 
 BACKENDS = ["reference", "rust"]
 DOCS = ["the cat sat on the mat", "the dog sat on the log", "a cat, a dog"] * 5
@@ -128,6 +128,9 @@ CASES = {
     "word boundary": (r"\b\w+|\s+|[^\w\s]", "a word boundary"),
     "invalid": (r"(\w+|\s+", "not a valid|invalid|missing \\)|unbalanced|parse|regex"),
     "too large": (f"x{{{MAX_PATTERN_SIZE + 1}}}" + r"|\w+|\s+|[^\w\s]", "too large"),
+    # (one alternative repeated: each class is written out as its ranges in the Rust core)
+    "too many classes": ("|".join([r"\p{L}+"] * (MAX_PATTERN_CLASSES + 1)) + r"|\s+|[^\w\s]",
+                         "too large to compile: it writes 129 Unicode property classes"),
 }
 
 
@@ -145,7 +148,7 @@ def test_a_pattern_the_rule_refuses_is_refused_at_every_door(tmp_path, texts, ba
         door(tmp_path, pattern, backend, texts)
     message = str(caught.value)
     assert re.search(rule, message), message
-    if rule != CASES["invalid"][1] and rule != CASES["too large"][1] and "empty" not in rule:
+    if case not in ("invalid", "too large", "too many classes") and "empty" not in rule:
         assert COSTLY in message, message
     name, names_line = NAMES.get(door, (None, False))
     if name is not None:
@@ -178,3 +181,13 @@ def test_a_one_character_look_ahead_ending_an_alternative_passes_every_door(tmp_
     assert len(ids) in (0, 2)
     if ids:
         assert ids[0] == ids[1]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_pattern_at_the_class_limit_trains_and_one_past_it_is_refused(backend):
+    # escaped backslashes and classes inside sets count as the rule says, in both backends
+    at_limit = "|".join([r"[\p{Lu}\p{Ll}]+"] * (MAX_PATTERN_CLASSES // 2)) + r"|\\p|\s+|[^\w\s]"
+    tok = superword.train(DOCS, 262, "bpe", pattern=at_limit, script_aware=False, backend=backend)
+    assert tok.decode(tok.encode(DOCS[0])) == DOCS[0]
+    with pytest.raises(ValueError, match=f"writes {MAX_PATTERN_CLASSES + 1} Unicode property classes"):
+        superword.train(DOCS, 262, "bpe", pattern=r"\pL|" + at_limit, script_aware=False, backend=backend)

@@ -167,6 +167,27 @@ pub fn pattern_size(pattern: &str) -> u64 {
     totals.iter().fold(0u64, |a, &b| a.saturating_add(b))
 }
 
+/// The most Unicode property escapes a pattern may write (as `reference/pretokenize.py`).
+pub const MAX_PATTERN_CLASSES: usize = 128;
+
+/// How many property escapes (`\p..`, `\P..`, any name) `pattern` writes where they stand,
+/// the reference's `property_classes`: the dialect writes each class we hold a table for as
+/// its code point ranges (up to ~14 KB), so a file repeating one alternative thousands of
+/// times compiled for seconds.  An escaped backslash is skipped; repeats multiply nothing.
+pub fn property_classes(pattern: &str) -> usize {
+    let p: Vec<char> = pattern.chars().collect();
+    let (mut count, mut i) = (0, 0);
+    while i < p.len() {
+        if p[i] == '\\' {
+            count += usize::from(matches!(p.get(i + 1), Some('p' | 'P')));
+            i += 2;
+        } else {
+            i += 1;
+        }
+    }
+    count
+}
+
 /// `{m}`, `{m,}`, `{,n}` or `{m,n}` (at least one number) at the start of `p`: the largest
 /// number and the length.
 fn counted_repeat(p: &[char]) -> Option<(u64, usize)> {
@@ -199,6 +220,13 @@ impl Generic {
             let shown: String = pattern.chars().take(80).collect();
             return Err(Error::Value(format!(
                 "{what} is too large to compile: its counted repeats expand to about {size} items (at most {MAX_PATTERN_SIZE}): {shown:?}"
+            )));
+        }
+        let classes = property_classes(pattern);
+        if classes > MAX_PATTERN_CLASSES {
+            let shown: String = pattern.chars().take(80).collect();
+            return Err(Error::Value(format!(
+                "{what} is too large to compile: it writes {classes} Unicode property classes (\\p{{..}}, at most {MAX_PATTERN_CLASSES}): {shown:?}"
             )));
         }
         refuse_costly_patterns(pattern, what)?;
@@ -894,6 +922,10 @@ mod tests {
         assert!(pattern_size(&format!("x{{{}}}", "9".repeat(5000))) > MAX_PATTERN_SIZE);
         assert!(pattern_size("((x{1000}){1000})") > MAX_PATTERN_SIZE);
         assert_eq!(pattern_size("x{,}"), 4); // not a repeat: four literal characters
+
+        // and property_classes as its doctest counts them
+        assert_eq!(property_classes(r"\p{L}+|[\p{N}\pM]|\\p"), 3);
+        assert_eq!(property_classes(r"\P{L}{1000}"), 1);
     }
 
     #[test]

@@ -134,6 +134,28 @@ class Pretokenizer:
 
 
 MAX_PATTERN_SIZE = 100_000  # see pattern_size
+MAX_PATTERN_CLASSES = 128  # see property_classes
+
+
+def property_classes(pattern: str) -> int:
+    r"""How many Unicode property escapes (``\p..`` and ``\P..``, any name) ``pattern``
+    writes, counted where they stand (a repeat does not multiply them; an escaped backslash
+    is skipped).  The Rust core writes each class it holds a table for as its code point
+    ranges (up to ~14 KB for ``\p{L}``), so a file's pattern repeating one alternative
+    thousands of times compiled for seconds; :func:`compile_pattern` refuses more than
+    :data:`MAX_PATTERN_CLASSES` in both backends.
+
+    >>> property_classes(r"\p{L}+|[\p{N}\pM]|\\p")
+    3
+    """
+    count, i = 0, 0
+    while i < len(pattern):
+        if pattern[i] == "\\":
+            count += pattern[i + 1:i + 2] in ("p", "P")
+            i += 2
+        else:
+            i += 1
+    return count
 
 
 def pattern_size(pattern: str) -> int:
@@ -206,6 +228,10 @@ def compile_pattern(pattern: str, what: str) -> regex.Pattern[str]:
     if size > MAX_PATTERN_SIZE:
         raise ValueError(f"{what} is too large to compile: its counted repeats expand to about "
                          f"{size} items (at most {MAX_PATTERN_SIZE}): {_quoted(pattern[:80])}")
+    classes = property_classes(pattern)
+    if classes > MAX_PATTERN_CLASSES:
+        raise ValueError(f"{what} is too large to compile: it writes {classes} Unicode property classes "
+                         f"(\\p{{..}}, at most {MAX_PATTERN_CLASSES}): {_quoted(pattern[:80])}")
     if _has_posix_class(pattern):
         raise ValueError(f"{what} uses a POSIX class such as [[:alpha:]], which Python's regex and the "
                          f"Rust core read differently (some names are Unicode classes in one, ASCII in "
