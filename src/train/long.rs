@@ -103,18 +103,30 @@ impl LongSequence {
     /// The sequence of `tokens`, with its index; [`Error::Memory`] when the tokens or the
     /// index cannot be allocated (their sizes come from one pretoken of the input).
     pub fn new(tokens: &[TokenId]) -> Result<LongSequence> {
-        if tokens.len() >= u32::MAX as usize {
-            return Err(Error::Value(format!(
-                "a pretoken of {} tokens: training takes pretokens of fewer than 2**32 bytes",
-                tokens.len()
-            )));
-        }
+        Self::check_length(tokens.len())?;
         ensure_headroom(tokens.len())?;
         let mut copy = try_vec(tokens.len(), &what(tokens.len()))?;
         copy.extend_from_slice(tokens);
+        Self::from_vec(copy)
+    }
+
+    fn check_length(len: usize) -> Result<()> {
+        if len >= u32::MAX as usize {
+            return Err(Error::Value(format!(
+                "a pretoken of {len} tokens: training takes pretokens of fewer than 2**32 bytes"
+            )));
+        }
+        Ok(())
+    }
+
+    /// [`Self::new`] on tokens the caller gives up (phase 1's arena: no second copy of a
+    /// pretoken of hundreds of megabytes).
+    pub fn from_vec(tokens: Vec<TokenId>) -> Result<LongSequence> {
+        Self::check_length(tokens.len())?;
+        ensure_headroom(tokens.len())?;
         let mut s = LongSequence {
-            tokens: copy,
             live: tokens.len(),
+            tokens,
             index: FxHashMap::default(),
             failed: None,
         };
@@ -246,8 +258,9 @@ impl LongSequence {
         // the positions of the new pairs, gathered here (a small table, in the cache) and
         // added to the index's lists at the end, each grown once
         let mut added: FxHashMap<Pair, Vec<u32>> = FxHashMap::default();
-        // the group being gathered: its occurrences (left and right positions) and its span
-        let mut group: Vec<(u32, u32)> = Vec::new();
+        // the group being gathered: its occurrences (their left positions: when the group is
+        // merged, each one's right token is still the next live one) and its span
+        let mut group: Vec<u32> = Vec::new();
         let mut span: Option<(usize, usize)> = None;
         while let Some((i, j)) = next {
             next = self.occurrence(&list, &mut cursor, pair, Some(j));
@@ -290,7 +303,7 @@ impl LongSequence {
                     span = Some((lo, hi));
                 }
             }
-            group.push((i as u32, j as u32));
+            group.push(i as u32);
         }
         if let Some((a, b)) = span {
             if let Err(e) = self.merge_window(a, b, &group, merged, weight, delta, &mut new_pair, &mut added)
@@ -299,9 +312,15 @@ impl LongSequence {
                 return true;
             }
         }
-        drop(list);
+        drop((list, group));
         for (p, positions) in added {
             let list = self.index.entry(p).or_default();
+            if list.is_empty() {
+                // (a new pair takes its positions as they are: no second copy of what may be
+                // half the sequence, as when one letter repeats)
+                *list = positions;
+                continue;
+            }
             if list.try_reserve_exact(positions.len()).is_err() {
                 self.failed = Some(Error::Memory(format!(
                     "{}: out of memory (the positions of {} new pairs could not be allocated)",
@@ -405,7 +424,7 @@ impl LongSequence {
         &mut self,
         lo: usize,
         hi: usize,
-        occurrences: &[(u32, u32)],
+        occurrences: &[u32],
         merged: TokenId,
         weight: i64,
         delta: &mut FxHashMap<Pair, i64>,
@@ -415,9 +434,12 @@ impl LongSequence {
         count_live_pairs(&self.tokens[lo..=hi], lo, |p, _| {
             *delta.entry(p).or_insert(0) -= weight
         });
-        for &(i, j) in occurrences {
+        for &i in occurrences {
+            // (the occurrences do not overlap and go left to right: nothing between `i` and
+            // its right token has changed since it was found)
+            let j = self.next(i as usize).expect("an occurrence has a right token");
             self.tokens[i as usize] = merged;
-            self.tokens[j as usize] = HOLE;
+            self.tokens[j] = HOLE;
         }
         self.live -= occurrences.len();
         // (all adjacent pairs holding `merged` enter the index, which `count_live_pairs` may

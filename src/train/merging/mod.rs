@@ -609,6 +609,46 @@ mod tests {
     }
 
     #[test]
+    fn an_arena_with_long_sequences_merges_as_the_same_sequences_given_apart() {
+        // two long sequences (the longer one takes the arena's buffer) between short ones: the
+        // same merges, counts and tokens as the state built from the sequences one by one
+        let mut rng = crate::XorShift(0x2545_F491_4F6C_DD1D);
+        let mut word = |len: usize| -> Vec<TokenId> {
+            ids(&(0..len)
+                .map(|_| b"abcab"[rng.below(5) as usize])
+                .collect::<Vec<u8>>())
+        };
+        let seqs: Vec<(Vec<TokenId>, u64)> = vec![
+            (word(5), 3),
+            (word(LONG_SEQUENCE + 7), 1),
+            (word(3), 2),
+            (word(LONG_SEQUENCE + 900), 2),
+            (word(8), 1),
+        ];
+        let (mut data, mut ends) = (Vec::new(), Vec::new());
+        for (s, _) in &seqs {
+            data.extend_from_slice(s);
+            ends.push(data.len());
+        }
+        let weights: Vec<u64> = seqs.iter().map(|s| s.1).collect();
+        let mut vocabs = [Vocab::base(), Vocab::base()];
+        let mut states = [
+            MergeState::try_from_arena(data, &ends, &weights, &vocabs[0]).unwrap(),
+            MergeState::new(seqs.iter().map(|(s, w)| (s.as_slice(), *w)), &vocabs[1]),
+        ];
+        for merge in 0..200 {
+            let chosen = [states[0].best(&vocabs[0]), states[1].best(&vocabs[1])];
+            assert_eq!(chosen[0], chosen[1], "merge {merge}");
+            let Some((pair, count)) = chosen[0] else { break };
+            for k in 0..2 {
+                states[k].merge_pair(&mut vocabs[k], pair, count);
+            }
+        }
+        let n = vocabs[0].len();
+        assert_eq!(states[0].token_counts(n), states[1].token_counts(n));
+    }
+
+    #[test]
     fn merging_to_the_end_matches_recounting_every_step() {
         // many pairs counted once and some repeats: every merge, down to the last pair, must
         // be the one a full recount picks

@@ -89,15 +89,7 @@ impl MergeState {
             start = end;
         }
         if longest > LONG_SEQUENCE {
-            // (rare: such sequences leave the arena, so it is built again)
-            let mut start = 0;
-            let seqs = ends.iter().zip(weights).map(|(&end, &w)| {
-                let seq = &data[start..end];
-                start = end;
-                (seq, w)
-            });
-            let seqs: Vec<(&[TokenId], u64)> = seqs.collect();
-            return Self::try_new(seqs, vocab);
+            return Self::try_from_arena_with_long(data, ends, weights, vocab);
         }
         let what = what(ends.len(), data.len(), longest);
         let mut spans: Vec<Seq> = try_vec(ends.len(), &what)?;
@@ -112,6 +104,58 @@ impl MergeState {
             start = end;
         }
         Self::try_counted(data, spans, FxHashMap::default(), vocab, &what)
+    }
+
+    /// [`Self::try_from_arena`] when some sequences are long (rare): they leave the arena, as
+    /// in [`Self::try_with_wholeness`].  The longest takes the arena's own buffer (moved to its
+    /// front) after the short sequences and the other long ones are copied out, so one pretoken
+    /// of hundreds of megabytes is not held twice (4 bytes per byte of text, a quarter of the
+    /// peak of such a training).
+    fn try_from_arena_with_long(
+        mut data: Vec<TokenId>,
+        ends: &[usize],
+        weights: &[u64],
+        vocab: &Vocab,
+    ) -> Result<MergeState> {
+        let mut start = 0;
+        let bounds: Vec<(usize, usize)> = ends
+            .iter()
+            .map(|&end| {
+                let b = (start, end);
+                start = end;
+                b
+            })
+            .collect();
+        let len = |&(s, e): &(usize, usize)| e - s;
+        let keep = (0..bounds.len())
+            .max_by_key(|&i| (len(&bounds[i]), std::cmp::Reverse(i)))
+            .expect("a long sequence is there");
+        let short: usize = bounds.iter().map(len).filter(|&l| l <= LONG_SEQUENCE).sum();
+        let what = what(ends.len(), short, len(&bounds[keep]));
+        let mut arena = try_vec(short, &what)?;
+        let mut spans: Vec<Seq> = try_vec(ends.len(), &what)?;
+        let mut long = FxHashMap::default();
+        for (i, (&(s, e), &w)) in bounds.iter().zip(weights).enumerate() {
+            spans.push(Seq {
+                start: arena.len(),
+                weight: w,
+                len: (e - s) as u32,
+                whole: true,
+            });
+            if e - s <= LONG_SEQUENCE {
+                arena.extend_from_slice(&data[s..e]);
+            } else if i != keep {
+                let mut copy = try_vec(e - s, &what)?;
+                copy.extend_from_slice(&data[s..e]);
+                long.insert(i as u32, LongSequence::from_vec(copy)?);
+            }
+        }
+        let (s, e) = bounds[keep];
+        data.copy_within(s..e, 0);
+        data.truncate(e - s);
+        data.shrink_to_fit();
+        long.insert(keep as u32, LongSequence::from_vec(data)?);
+        Self::try_counted(arena, spans, long, vocab, &what)
     }
 
     /// The state on the arena `data` with its `spans` and `long` sequences: the pairs counted,
