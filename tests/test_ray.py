@@ -160,6 +160,9 @@ def test_a_worker_killed_in_the_second_pass_is_retried_and_the_model_stays_exact
                                   supermerges=None, greedy_split=False, tau=1.1, blowup=False, threads=1,
                                   progress=None, address=None, kill_marker=str(marker))
     assert marker.exists() and passes == 3  # a segment task's worker did die
+    # and so did the actor of phase 2's first part, at its fifth supermerge: started again, it
+    # replayed the four before
+    assert (tmp_path / "killed.part").exists()
     assert (superword.Tokenizer(impl, "rust").model_text().encode()
             == need(GOLDEN / "multi_1230_v1500" / "boundless.model").read_bytes())
 

@@ -461,7 +461,7 @@ class _Local:
     def actor(self, cls: type, *args: Any) -> Any:
         return cls(*args)
 
-    def call(self, holders: list[Any], method: str, *args: Any) -> list[Any]:
+    def call(self, holders: list[Any], method: str, *args: Any, changes: bool = False) -> list[Any]:
         return [getattr(h, method)(*args) for h in holders]
 
     def release(self, holders: list[Any]) -> None:
@@ -492,23 +492,59 @@ class _OnRay:
     def get(self, ref: Any) -> bytes:
         return self.ray.get(ref)
 
-    def actor(self, cls: type, *args: Any) -> Any:
+    def actor(self, cls: type, *args: Any) -> _Actor:
+        return _Actor(self._start(cls, args), cls, args)
+
+    def _start(self, cls: type, args: tuple[Any, ...]) -> Any:
         # (no CPU held: an actor waits between merges, and the parts are spread over the nodes,
         # for their memory)
         return self.ray.remote(num_cpus=0, scheduling_strategy="SPREAD")(cls).remote(*args)
 
-    def call(self, holders: list[Any], method: str, *args: Any) -> list[Any]:
-        refs = [getattr(h, method).remote(*args) for h in holders]
+    def call(self, holders: list[_Actor], method: str, *args: Any, changes: bool = False) -> list[Any]:
+        """``method(*args)`` on every actor of ``holders``, their results in order.  An actor
+        whose process died is started again from its arguments and given the calls that
+        changed it so far (``changes=True`` records one) before this one, up to
+        :data:`MAX_RETRIES` times."""
+        refs = [getattr(h.handle, method).remote(*args) for h in holders]
         while True:
             _, pending = self.ray.wait(refs, num_returns=len(refs), timeout=HEARTBEAT_SECONDS)
             if not pending:
-                return list(self.ray.get(refs))
+                break
             wait_one(self.ray, pending, self.endpoint)
+        results = []
+        for h, ref in zip(holders, refs):
+            try:
+                results.append(self.ray.get(ref))
+            except self.ray.exceptions.RayActorError:
+                results.append(self._restart(h, method, args))
+            if changes:
+                h.log.append((method, args))
+        return results
 
-    def release(self, holders: list[Any]) -> None:
+    def _restart(self, h: _Actor, method: str, args: tuple[Any, ...]) -> Any:
+        for attempt in range(MAX_RETRIES):
+            try:
+                h.handle = self._start(h.cls, h.args)
+                self.ray.get(h.handle.replay.remote(h.log))
+                return self.ray.get(getattr(h.handle, method).remote(*args))
+            except self.ray.exceptions.RayActorError:
+                if attempt + 1 == MAX_RETRIES:
+                    raise
+        raise AssertionError("not reached")
+
+    def release(self, holders: list[_Actor]) -> None:
         for h in holders:
-            self.ray.kill(h)
+            self.ray.kill(h.handle)
         holders.clear()
+
+
+class _Actor:
+    """A Ray actor with what starting it again takes: its class and arguments (object
+    references, kept alive here), and the calls that changed it, in order."""
+
+    def __init__(self, handle: Any, cls: type, args: tuple[Any, ...]):
+        self.handle, self.cls, self.args = handle, cls, args
+        self.log: list[tuple[str, tuple[Any, ...]]] = []
 
 
 def _tree(merge_task: Callable[..., Any], merge_args: tuple[Any, ...], refs: list[Any],
@@ -577,15 +613,27 @@ class _Part:
     """A part of phase 2: some of the corpus' segments with the positions of their pairs (the
     body of a Ray actor, or an object in this process)."""
 
-    def __init__(self, data: bytes, name: str):
+    #: (tests) the merge at which the part given a kill marker dies, once
+    DIE_AT_MERGE = 5
+
+    def __init__(self, data: bytes, name: str, kill_marker: str | None = None):
         self.part = _core_module().Phase2Part(data, name)
+        self.kill_marker, self.merges = kill_marker, 0
 
     def pair_counts(self) -> bytes:
         return bytes(self.part.pair_counts())
 
     def merge(self, left: int, right: int, merged: int) -> tuple[bool, bytes]:
+        self.merges += 1
+        if self.merges == self.DIE_AT_MERGE:
+            _die_once(self.kill_marker)
         flag, delta = self.part.merge(left, right, merged)
         return flag, bytes(delta)
+
+    def replay(self, calls: list[tuple[str, tuple[Any, ...]]]) -> None:
+        """The calls a part that died had been given (its results were had then)."""
+        for method, args in calls:
+            getattr(self, method)(*args)
 
     def token_counts(self) -> bytes:
         return bytes(self.part.token_counts())
@@ -602,16 +650,20 @@ LAST_PHASE2: dict[str, Any] = {}
 
 
 def _phase_two_in_parts(runner: _Local | _OnRay, one: Any, table: Any, parts: int,
-                        progress: Callable[[str, int, int], object] | None) -> Any:
+                        progress: Callable[[str, int, int], object] | None, kill_marker: str | None = None) -> Any:
     """Phase 2 with the segments split over ``parts`` holders (see :data:`PHASE2_PARTS`): the
     driver holds the word model, the vocabulary and the count of each distinct pair, and each
     supermerge it chooses is one round trip to every part, which return their pair-count
-    changes.  The model is the one of phase 2 on the driver, byte for byte."""
+    changes.  The model is the one of phase 2 on the driver, byte for byte.  On Ray, a part
+    whose actor dies is started again from its segments (kept in the object store until phase
+    2 ends) and replays the supermerges so far; ``kill_marker`` (tests) kills part 0 once."""
     _core = _core_module()
     driver = _core.Phase2Driver(one)
     split = runner.task(_split_segments, threads=False, returns=parts)(driver.source, parts, table)
     refs = split if parts > 1 or not isinstance(runner, _OnRay) else [split]
-    holders = [runner.actor(_Part, ref, f"phase-2 part {k}") for k, ref in enumerate(refs)]
+    marker = kill_marker if isinstance(runner, _OnRay) else None  # (never this process)
+    holders = [runner.actor(_Part, ref, f"phase-2 part {k}", marker if k == 0 else None)
+               for k, ref in enumerate(refs)]
     del split, refs
     driver.start(runner.call(holders, "pair_counts"))
     start = [(n, d) for n, d, _, _ in runner.call(holders, "sizes")]
@@ -622,7 +674,7 @@ def _phase_two_in_parts(runner: _Local | _OnRay, one: Any, table: Any, parts: in
     LAST_PHASE2.update(parts=parts, driver_pairs=driver.distinct_pairs)
     trips = 0
     while (step := driver.next()) is not None:
-        driver.merged(runner.call(holders, "merge", *step))
+        driver.merged(runner.call(holders, "merge", *step, changes=True))
         trips += 1
     LAST_PHASE2["round_trips"] = trips
     end = runner.call(holders, "sizes")
@@ -760,7 +812,8 @@ def train_two_pass(inputs: Any, *, pattern: str, script_pattern: str | None, scr
             maps = len(step2)
         parts = PHASE2_PARTS if PHASE2_PARTS is not None else max(2, min(MAX_PHASE2_PARTS, maps))
         if parts > 0:
-            return _phase_two_in_parts(runner, one, table, parts, progress), counts, 3, parts
+            part_marker = None if kill_marker is None else kill_marker + ".part"
+            return _phase_two_in_parts(runner, one, table, parts, progress, part_marker), counts, 3, parts
         table = runner.get(table)
         return one.finish_segments(table, "the segments of pass 2", threads=threads, progress=progress), counts, 3, 0
     if sharded:  # the dataset's shards again
