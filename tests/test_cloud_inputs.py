@@ -371,7 +371,7 @@ try:
     _ray.wait_one(ray, [slow], endpoint, heartbeat=1.0, stall=5.0)
 except ConnectionError as exc:
     print("ConnectionError:", exc, flush=True)
-    sys.exit(3)
+    _ray.end(3)
 """
 
 

@@ -38,13 +38,15 @@ they are.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import signal
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 from . import _count_table, _inputs
 from ._backend import _core_module
@@ -242,12 +244,32 @@ def wait_one(ray: Any, pending: list[Any], endpoint: tuple[str, int] | None,
                 # Ray's exit hook (ray.shutdown) would wait for the lost cluster for ever, so
                 # that the process could not end once the error is reported
                 atexit.unregister(ray.shutdown)
+                global _cluster_lost
+                _cluster_lost = True
                 raise ConnectionError(
                     f"the Ray cluster at {endpoint[0]}:{endpoint[1]} stopped answering while "
                     f"{len(pending)} tasks were pending (for {stall:g} s; {exc})") from None
     if "error" in result:
         raise result["error"]
     return result["value"]
+
+
+#: whether a cluster this process waited on stopped answering (see :func:`end`)
+_cluster_lost = False
+
+
+def end(code: int) -> NoReturn:
+    """End the process with exit status ``code``.  After a cluster stopped answering
+    (:func:`wait_one` gave up), the interpreter's teardown would still destroy Ray's core
+    worker while its threads wait for the lost cluster, which crashes the process now and then
+    (seen: SIGSEGV after the error was printed), so then the process ends at once, its
+    streams flushed; otherwise as ``sys.exit`` does."""
+    if _cluster_lost:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError, AttributeError):  # closed or replaced
+                stream.flush()
+        os._exit(code)
+    sys.exit(code)
 
 
 def plan(paths: list[str], parts: int) -> list[tuple[str, int, int | None]]:

@@ -895,5 +895,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def run() -> None:
+    """The ``superword`` command: :func:`main`, then the process ends with its status (at
+    once when a Ray cluster was lost on the way: see ``_ray.end``)."""
+    _ray.end(main())
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()
